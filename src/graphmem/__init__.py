@@ -1,0 +1,33 @@
+"""graphmem: a persistent knowledge-graph memory for AI agents, served over MCP."""
+
+from graphmem._version import __version__
+from graphmem.errors import (
+    ConfigError,
+    DanglingRelationError,
+    EntityNotFoundError,
+    GraphmemError,
+    ImportFormatError,
+    InvalidInputError,
+    SchemaVersionError,
+    StorageBusyError,
+    StorageError,
+)
+from graphmem.graph import KnowledgeGraph
+from graphmem.models import Entity, Graph, Relation
+
+__all__ = [
+    "ConfigError",
+    "DanglingRelationError",
+    "Entity",
+    "EntityNotFoundError",
+    "Graph",
+    "GraphmemError",
+    "ImportFormatError",
+    "InvalidInputError",
+    "KnowledgeGraph",
+    "Relation",
+    "SchemaVersionError",
+    "StorageBusyError",
+    "StorageError",
+    "__version__",
+]

@@ -1,0 +1,319 @@
+"""KnowledgeGraph: the domain rules of the memory, over any `Store`.
+
+It holds what the official server does (exact, case-sensitive names; dedup of
+entities by name and relations by key; cascade on delete; add_observations on a
+missing entity fails whole) and the fixes graphmem adds (duplicates within one
+batch stored once, first wins; what was skipped or missing is reported; limits).
+Every public method is one store transaction, so a call is all-or-nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from graphmem import search
+from graphmem.errors import DanglingRelationError, EntityNotFoundError, InvalidInputError
+from graphmem.limits import Limits
+from graphmem.models import (
+    AddedObservations,
+    DeleteOutcome,
+    Entity,
+    Graph,
+    ObservationAddition,
+    ObservationDeletion,
+    Relation,
+)
+from graphmem.storage.base import Store, StoreCounts
+
+__all__ = ["CreatedEntities", "CreatedRelations", "KnowledgeGraph"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedEntities:
+    created: tuple[Entity, ...]
+    skipped: tuple[str, ...]
+    """Names not created because they exist already or repeat an earlier item of the batch."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedRelations:
+    created: tuple[Relation, ...]
+    missing_entities: tuple[str, ...]
+    """Endpoint names of the new relations that are not entities in memory."""
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+class KnowledgeGraph:
+    """The memory as the tools see it.
+
+    Args:
+        store: where the graph lives.
+        strict: reject relations whose endpoints do not exist, instead of accepting them
+            with a notice as the official server does.
+        limits: the per-call limits to enforce.
+    """
+
+    def __init__(self, store: Store, *, strict: bool = False, limits: Limits | None = None) -> None:
+        self.store = store
+        self.strict = strict
+        self.limits = limits or Limits()
+
+    # -- validation -----------------------------------------------------------
+
+    def _check_text(self, field: str, value: str, max_length: int) -> None:
+        if len(value) > max_length:
+            raise InvalidInputError(
+                field, f"is {len(value)} characters long, over the limit of {max_length}; shorten it."
+            )
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (from a JSON escape like "\ud800") cannot be stored as UTF-8.
+            raise InvalidInputError(
+                field, "contains an unpaired surrogate code point, which is not valid text; remove it."
+            ) from None
+
+    def _check_batch(self, field: str, items: Sequence[object], limit: int | None = None) -> None:
+        limit = limit or self.limits.max_batch_items
+        if len(items) > limit:
+            raise InvalidInputError(
+                field,
+                f"has {len(items)} items, over the limit of {limit} per call; split it into several calls.",
+            )
+
+    def _check_name(self, field: str, value: str) -> None:
+        self._check_text(field, value, self.limits.max_name_length)
+
+    def _check_observations(self, field: str, contents: Sequence[str]) -> None:
+        self._check_batch(field, contents, self.limits.max_observations_per_item)
+        for index, content in enumerate(contents):
+            self._check_text(f"{field}[{index}]", content, self.limits.max_observation_length)
+
+    def _check_entities(self, entities: Sequence[Entity]) -> None:
+        self._check_batch("entities", entities)
+        for index, entity in enumerate(entities):
+            self._check_name(f"entities[{index}].name", entity.name)
+            self._check_name(f"entities[{index}].entityType", entity.entity_type)
+            self._check_observations(f"entities[{index}].observations", entity.observations)
+
+    def _check_relations(self, field: str, relations: Sequence[Relation]) -> None:
+        self._check_batch(field, relations)
+        for index, relation in enumerate(relations):
+            self._check_name(f"{field}[{index}].from", relation.from_)
+            self._check_name(f"{field}[{index}].to", relation.to)
+            self._check_name(f"{field}[{index}].relationType", relation.relation_type)
+
+    def _check_names(self, field: str, names: Sequence[str]) -> None:
+        self._check_batch(field, names)
+        for index, name in enumerate(names):
+            self._check_name(f"{field}[{index}]", name)
+
+    # -- writes ---------------------------------------------------------------
+
+    def create_entities(self, entities: Sequence[Entity]) -> CreatedEntities:
+        """Create the entities whose names are new; skip (and report) the others."""
+        self._check_entities(entities)
+        with self.store.write():
+            existing = self.store.existing_names([entity.name for entity in entities])
+            created: list[Entity] = []
+            skipped: list[str] = []
+            seen: set[str] = set()
+            for entity in entities:
+                if entity.name in existing or entity.name in seen:
+                    skipped.append(entity.name)
+                    continue
+                seen.add(entity.name)
+                created.append(Entity(entity.name, entity.entity_type, tuple(_unique(entity.observations))))
+            self.store.insert_entities(created)
+        return CreatedEntities(tuple(created), tuple(_unique(skipped)))
+
+    def create_relations(self, relations: Sequence[Relation]) -> CreatedRelations:
+        """Create the relations that are new; note endpoints that are not entities.
+
+        Raises:
+            DanglingRelationError: in strict mode, when an endpoint is missing (nothing saved).
+        """
+        self._check_relations("relations", relations)
+        unique = list({relation.key: relation for relation in relations}.values())
+        with self.store.write():
+            existing = self.store.existing_relations([relation.key for relation in unique])
+            created = [relation for relation in unique if relation.key not in existing]
+            endpoints = _unique(name for relation in created for name in (relation.from_, relation.to))
+            present = self.store.existing_names(endpoints)
+            missing = [name for name in endpoints if name not in present]
+            if missing and self.strict:
+                raise DanglingRelationError(missing)
+            self.store.insert_relations(created)
+        return CreatedRelations(tuple(created), tuple(missing))
+
+    def add_observations(self, additions: Sequence[ObservationAddition]) -> list[AddedObservations]:
+        """Append observations each entity does not have yet.
+
+        Raises:
+            EntityNotFoundError: an entity of the batch does not exist (nothing saved).
+        """
+        self._check_batch("observations", additions)
+        for index, addition in enumerate(additions):
+            self._check_name(f"observations[{index}].entityName", addition.entity_name)
+            self._check_observations(f"observations[{index}].contents", addition.contents)
+        results: list[AddedObservations] = []
+        with self.store.write():
+            # The batch may name one entity twice: later items see what earlier ones added.
+            known: dict[str, set[str]] = {}
+            for addition in additions:
+                if addition.entity_name not in known:
+                    current = self.store.observations_of(addition.entity_name)
+                    if current is None:
+                        raise EntityNotFoundError(addition.entity_name)
+                    known[addition.entity_name] = set(current)
+                have = known[addition.entity_name]
+                added = [content for content in _unique(addition.contents) if content not in have]
+                have.update(added)
+                self.store.append_observations(addition.entity_name, added)
+                results.append(AddedObservations(addition.entity_name, tuple(added)))
+        return results
+
+    def delete_entities(self, names: Sequence[str]) -> DeleteOutcome:
+        """Delete entities with every relation that touches them; unknown names are ignored."""
+        self._check_names("entityNames", names)
+        unique = _unique(names)
+        with self.store.write():
+            present = self.store.existing_names(unique)
+            # Relations touching a name are deleted even when the entity never existed,
+            # as the official server does for dangling relations.
+            deleted = self.store.delete_entities(unique)
+        missing = tuple(name for name in unique if name not in present)
+        return DeleteOutcome(len(unique), deleted, missing)
+
+    def delete_observations(self, deletions: Sequence[ObservationDeletion]) -> DeleteOutcome:
+        """Remove the listed observations; unknown entities and texts are ignored."""
+        self._check_batch("deletions", deletions)
+        for index, deletion in enumerate(deletions):
+            self._check_name(f"deletions[{index}].entityName", deletion.entity_name)
+            self._check_observations(f"deletions[{index}].observations", deletion.observations)
+        requested = deleted = 0
+        missing: list[str] = []
+        with self.store.write():
+            present = self.store.existing_names([deletion.entity_name for deletion in deletions])
+            for deletion in deletions:
+                contents = _unique(deletion.observations)
+                requested += len(contents)
+                if deletion.entity_name not in present:
+                    missing.append(deletion.entity_name)
+                    continue
+                deleted += self.store.remove_observations(deletion.entity_name, contents)
+        return DeleteOutcome(requested, deleted, tuple(_unique(missing)))
+
+    def delete_relations(self, relations: Sequence[Relation]) -> DeleteOutcome:
+        """Delete relations that match exactly; the rest are ignored."""
+        self._check_relations("relations", relations)
+        keys = _unique_keys(relations)
+        with self.store.write():
+            deleted = self.store.delete_relations(keys)
+        return DeleteOutcome(len(keys), deleted)
+
+    def import_graph(self, entities: Iterable[Entity], relations: Iterable[Relation]) -> tuple[int, int]:
+        """Bulk-load entities and relations (merging into what exists) in one transaction.
+
+        Entities whose name exists get the observations they lack; relations are
+        added unless they exist. No per-call limits apply: this is not a tool.
+
+        Returns:
+            how many entities and relations were new.
+        """
+        new_entities = new_relations = 0
+        with self.store.write():
+            for chunk in _chunks(entities, 1000):
+                by_name: dict[str, Entity] = {}
+                extra: dict[str, list[str]] = {}
+                for entity in chunk:
+                    if entity.name in by_name:
+                        extra.setdefault(entity.name, []).extend(entity.observations)
+                    else:
+                        by_name[entity.name] = entity
+                existing = self.store.existing_names(list(by_name))
+                fresh = [
+                    Entity(entity.name, entity.entity_type, tuple(_unique(entity.observations)))
+                    for name, entity in by_name.items()
+                    if name not in existing
+                ]
+                self.store.insert_entities(fresh)
+                new_entities += len(fresh)
+                for name, entity in by_name.items():
+                    more = list(entity.observations) if name in existing else []
+                    more += extra.get(name, [])
+                    if more:
+                        have = set(self.store.observations_of(name) or [])
+                        self.store.append_observations(name, [c for c in _unique(more) if c not in have])
+            for relation_chunk in _chunks(relations, 1000):
+                unique = list({relation.key: relation for relation in relation_chunk}.values())
+                existing_keys = self.store.existing_relations([relation.key for relation in unique])
+                fresh_relations = [relation for relation in unique if relation.key not in existing_keys]
+                self.store.insert_relations(fresh_relations)
+                new_relations += len(fresh_relations)
+        return new_entities, new_relations
+
+    # -- reads ----------------------------------------------------------------
+
+    def read_graph(self) -> Graph:
+        """The whole graph, in creation order."""
+        with self.store.read():
+            return Graph(tuple(self.store.iter_entities()), tuple(self.store.iter_relations()))
+
+    def iter_graph(self) -> tuple[Iterator[Entity], Iterator[Relation]]:
+        """Stream the whole graph without holding it in memory (for exports).
+
+        Call it inside `store.read()` to get one consistent snapshot.
+        """
+        return self.store.iter_entities(), self.store.iter_relations()
+
+    def open_nodes(self, names: Sequence[str]) -> Graph:
+        """The named entities (exact names) and every relation touching one of them."""
+        self._check_names("names", names)
+        with self.store.read():
+            entities = self.store.get_entities(_unique(names))
+            relations = self.store.relations_touching([entity.name for entity in entities])
+        return Graph(tuple(entities), tuple(relations))
+
+    def search_nodes(self, query: str) -> Graph:
+        """Entities matching the query, best first, and the relations touching them."""
+        self._check_text("query", query, self.limits.max_query_length)
+        needle = query.lower()
+        with self.store.read():
+            whole = self.store.find_text(needle)
+            term_hits = [self.store.find_text(term) for term in search.query_terms(query)]
+            candidates: set[str] = set(whole)
+            for hits in term_hits:
+                candidates.update(hits)
+            entities = self.store.get_entities(list(candidates))
+            order = search.rank(whole, term_hits, [entity.name for entity in entities])
+            by_name = {entity.name: entity for entity in entities}
+            ranked = tuple(by_name[item.name] for item in order)
+            relations = self.store.relations_touching([entity.name for entity in ranked])
+        return Graph(ranked, tuple(relations))
+
+    def counts(self) -> StoreCounts:
+        with self.store.read():
+            return self.store.counts()
+
+
+def _unique_keys(relations: Sequence[Relation]) -> list[tuple[str, str, str]]:
+    return list(dict.fromkeys(relation.key for relation in relations))
+
+
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -1,0 +1,31 @@
+"""The documented limits on what one call may send, so no request can exhaust the server.
+
+They are generous enough that no sensible use of the official tools meets them, and
+the README lists them. Past a limit the call fails with a message naming the field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Limits"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-call limits, in characters (strings) and items (lists)."""
+
+    max_name_length: int = 1000
+    """Entity names, entity types and relation types."""
+
+    max_observation_length: int = 10_000
+    """One observation's text."""
+
+    max_query_length: int = 2048
+    """`search_nodes` query (the limit upstream adopted)."""
+
+    max_batch_items: int = 1000
+    """Entities, relations, names or deletions in one call."""
+
+    max_observations_per_item: int = 1000
+    """Observations given for one entity in one call."""

@@ -1,0 +1,105 @@
+"""The knowledge graph's value types: plain frozen dataclasses with no I/O.
+
+`to_wire()` gives the official JSON shape, with its camelCase keys in its key order,
+so every layer that speaks JSON (tools, the JSONL file, exports) produces the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AddedObservations",
+    "DeleteOutcome",
+    "Entity",
+    "Graph",
+    "ObservationAddition",
+    "ObservationDeletion",
+    "Relation",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A named node with a type and the facts (observations) known about it."""
+
+    name: str
+    entity_type: str
+    observations: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"name": self.name, "entityType": self.entity_type, "observations": list(self.observations)}
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """A directed, typed edge between two entity names (the endpoints may not exist)."""
+
+    from_: str
+    to: str
+    relation_type: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """The identity of a relation: two relations with the same key are the same relation."""
+        return (self.from_, self.to, self.relation_type)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"from": self.from_, "to": self.to, "relationType": self.relation_type}
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """A set of entities and the relations that touch them."""
+
+    entities: tuple[Entity, ...] = ()
+    relations: tuple[Relation, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "entities": [entity.to_wire() for entity in self.entities],
+            "relations": [relation.to_wire() for relation in self.relations],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationAddition:
+    """Observations to append to one existing entity."""
+
+    entity_name: str
+    contents: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationDeletion:
+    """Observations to remove from one entity."""
+
+    entity_name: str
+    observations: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AddedObservations:
+    """What `add_observations` actually appended to one entity."""
+
+    entity_name: str
+    added_observations: tuple[str, ...]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"entityName": self.entity_name, "addedObservations": list(self.added_observations)}
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOutcome:
+    """How much of a delete request matched something in memory.
+
+    Attributes:
+        requested: how many things the caller asked to delete.
+        deleted: how many of them existed and are now gone.
+        missing_entities: requested entity names that were not in memory.
+    """
+
+    requested: int
+    deleted: int
+    missing_entities: tuple[str, ...] = field(default=())

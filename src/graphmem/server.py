@@ -1,0 +1,198 @@
+"""build_server(settings): the MCP server with the tools and the graph resource.
+
+It uses the SDK's low-level `Server`, because the official tool listing has to be
+reproduced to the letter (schemas, titles, annotations) and because it is the lean
+path through the SDK: one dispatch per call, no per-call schema generation. The
+store lives in the lifespan; calls reach it on a worker thread, one at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from graphmem._version import __version__
+from graphmem.config import Settings
+from graphmem.errors import GraphmemError
+from graphmem.graph import KnowledgeGraph
+from graphmem.storage import open_store
+from graphmem.tools import TOOLS, ToolOutput, ToolSpec, dump_json
+
+__all__ = ["GRAPH_URI", "AppState", "build_server", "initialization_options"]
+
+logger = logging.getLogger(__name__)
+
+GRAPH_URI = "memory://knowledge-graph"
+
+T = TypeVar("T")
+
+
+@dataclass
+class AppState:
+    """What the server holds while it runs: the graph and who subscribed to what."""
+
+    graph: KnowledgeGraph
+    # One worker at a time reaches the store: SQLite has one writer anyway, and it keeps
+    # a long read from interleaving with a write on the same connection.
+    limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
+    subscribers: weakref.WeakKeyDictionary[ServerSession, set[str]] = field(default_factory=weakref.WeakKeyDictionary)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking graph code on a worker thread, so the event loop keeps serving."""
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+
+def _format_validation_error(tool: str, error: ValidationError) -> str:
+    problems = []
+    for issue in error.errors(include_url=False):
+        path = ""
+        for part in issue["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        problems.append(f"{path or '(arguments)'}: {issue['msg']}")
+    return (
+        f"Input validation error: Invalid arguments for tool {tool}: "
+        + "; ".join(problems)
+        + ". Fix the arguments to match the tool's input schema and call it again."
+    )
+
+
+def _tool_error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def _tool_result(output: ToolOutput) -> types.CallToolResult:
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
+    content += [types.TextContent(type="text", text=note) for note in output.notes]
+    return types.CallToolResult(content=content, structured_content=output.structured)
+
+
+def build_server(settings: Settings, tools: tuple[ToolSpec, ...] = TOOLS) -> Server[AppState]:
+    """The MCP server for one memory, ready for any transport."""
+    specs = {spec.name: spec for spec in tools}
+    listing = types.ListToolsResult(tools=[spec.listing() for spec in tools])
+
+    @asynccontextmanager
+    async def lifespan(_: Server[AppState]) -> AsyncIterator[AppState]:
+        store = await anyio.to_thread.run_sync(open_store, settings)
+        try:
+            yield AppState(KnowledgeGraph(store, strict=settings.strict, limits=settings.limits))
+        finally:
+            await anyio.to_thread.run_sync(store.close)
+
+    async def list_tools(
+        ctx: ServerRequestContext[AppState], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return listing
+
+    async def call_tool(
+        ctx: ServerRequestContext[AppState], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        spec = specs.get(params.name)
+        if spec is None:
+            raise MCPError(types.INVALID_PARAMS, f"Tool {params.name} not found; call tools/list to see the tools.")
+        try:
+            arguments = spec.arguments.model_validate(params.arguments or {})
+        except ValidationError as error:
+            return _tool_error(_format_validation_error(spec.name, error))
+        state = ctx.lifespan_context
+        try:
+            output = await state.run(spec.run, state.graph, arguments)
+        except GraphmemError as error:
+            return _tool_error(str(error))
+        except Exception as error:
+            # The top-level handler: a bug must not take the connection down. The store
+            # rolled the transaction back, so the message can promise that.
+            logger.exception("tool %s failed", spec.name)
+            return _tool_error(
+                f"graphmem failed unexpectedly ({type(error).__name__}: {error}); nothing was changed. "
+                "Please report this."
+            )
+        if output.changed:
+            await _notify_graph_updated(state)
+        return _tool_result(output)
+
+    async def list_resources(
+        ctx: ServerRequestContext[AppState], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=GRAPH_URI,
+                    name="knowledge-graph",
+                    title="Knowledge Graph",
+                    description="The full knowledge graph with all entities and relations",
+                    mime_type="application/json",
+                )
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[AppState], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        if str(params.uri) != GRAPH_URI:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"Resource {params.uri} not found; call resources/list to see the resources.",
+            )
+        state = ctx.lifespan_context
+        graph = await state.run(state.graph.read_graph)
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(uri=GRAPH_URI, mime_type="application/json", text=dump_json(graph.to_wire()))
+            ]
+        )
+
+    async def subscribe(ctx: ServerRequestContext[AppState], params: types.SubscribeRequestParams) -> types.EmptyResult:
+        ctx.lifespan_context.subscribers.setdefault(ctx.session, set()).add(str(params.uri))
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        ctx: ServerRequestContext[AppState], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        ctx.lifespan_context.subscribers.get(ctx.session, set()).discard(str(params.uri))
+        return types.EmptyResult()
+
+    return Server(
+        "graphmem",
+        version=__version__,
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+    )
+
+
+async def _notify_graph_updated(state: AppState) -> None:
+    """Tell every session subscribed to the graph resource that it changed.
+
+    As the official server does, this goes out before the tool's own answer.
+    """
+    for session, uris in list(state.subscribers.items()):
+        if GRAPH_URI in uris:
+            try:
+                await session.send_resource_updated(GRAPH_URI)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                # That client has gone; forget it rather than fail this caller's write.
+                state.subscribers.pop(session, None)
+
+
+def initialization_options(server: Server[AppState]) -> InitializationOptions:
+    """The capabilities the official server announces: tools and resources, list-changed, subscribe."""
+    return server.create_initialization_options(NotificationOptions(tools_changed=True, resources_changed=True))

@@ -1,0 +1,138 @@
+"""The `Store` protocol every backend meets, and the mapping of driver errors.
+
+The protocol is deliberately small and granular: the domain (`graph.py`) asks for
+exactly the rows it needs, so a backend with indexes never has to load the whole
+memory to answer about a few entities.
+
+Every method must be called inside `write()` or `read()`. `write()` is one
+all-or-nothing transaction: when its block raises, nothing it did is kept, and
+when it returns normally the change is durable on disk.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Protocol
+
+from graphmem.errors import StorageBusyError, StorageError
+from graphmem.models import Entity, Relation
+
+__all__ = ["FieldHits", "Store", "StoreCounts", "map_backend_errors"]
+
+
+@dataclass(frozen=True, slots=True)
+class FieldHits:
+    """Where a lower-cased needle occurs in one entity: its name, its type, its observations."""
+
+    in_name: bool
+    in_type: bool
+    observation_hits: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCounts:
+    entities: int
+    relations: int
+    observations: int
+
+
+class Store(Protocol):
+    """What the domain needs from a storage backend."""
+
+    location: str
+    """Where the memory lives, for people (a path or a URL without its password)."""
+
+    def write(self) -> AbstractContextManager[None]:
+        """A durable, all-or-nothing write transaction (serialised with other writers)."""
+        ...
+
+    def read(self) -> AbstractContextManager[None]:
+        """A consistent snapshot for several reads."""
+        ...
+
+    def existing_names(self, names: Sequence[str]) -> set[str]:
+        """The subset of `names` that are entities in memory."""
+        ...
+
+    def get_entities(self, names: Sequence[str]) -> list[Entity]:
+        """The named entities that exist, in the order they were created."""
+        ...
+
+    def iter_entities(self) -> Iterator[Entity]:
+        """Every entity, in the order they were created."""
+        ...
+
+    def iter_relations(self) -> Iterator[Relation]:
+        """Every relation, in the order they were created."""
+        ...
+
+    def relations_touching(self, names: Sequence[str]) -> list[Relation]:
+        """Relations with either endpoint in `names`, in the order they were created."""
+        ...
+
+    def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        """The subset of relation keys `(from, to, relationType)` that are in memory."""
+        ...
+
+    def observations_of(self, name: str) -> list[str] | None:
+        """The observations of one entity, or None when there is no such entity."""
+        ...
+
+    def find_text(self, needle: str) -> dict[str, FieldHits]:
+        """Entities whose lower-cased name, type or observations contain `needle` (already lower-case)."""
+        ...
+
+    def counts(self) -> StoreCounts: ...
+
+    def insert_entities(self, entities: Sequence[Entity]) -> None:
+        """Add entities whose names are known not to exist yet."""
+        ...
+
+    def insert_relations(self, relations: Sequence[Relation]) -> None:
+        """Add relations whose keys are known not to exist yet."""
+        ...
+
+    def append_observations(self, name: str, contents: Sequence[str]) -> None:
+        """Append observations to an existing entity."""
+        ...
+
+    def delete_entities(self, names: Sequence[str]) -> int:
+        """Delete the named entities with their observations and every relation touching them.
+
+        Returns:
+            how many entities were deleted.
+        """
+        ...
+
+    def remove_observations(self, name: str, contents: Sequence[str]) -> int:
+        """Remove every observation of `name` equal to one of `contents`; returns how many went."""
+        ...
+
+    def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
+        """Delete relations by key; returns how many existed."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@contextmanager
+def map_backend_errors() -> Iterator[None]:
+    """Turn driver exceptions into `StorageError`s, so no driver type or SQL leaves storage/."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        message = str(exc)
+        if "locked" in message or "busy" in message:
+            raise StorageBusyError(
+                "The memory stayed locked by another process for too long; nothing was changed. Retry the call."
+            ) from exc
+        raise StorageError(f"The memory database failed ({message}); nothing was changed.") from exc
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"The memory database failed ({exc}); nothing was changed.") from exc
+    except OSError as exc:
+        raise StorageError(
+            f"The memory file could not be accessed ({exc.strerror or exc}: {exc.filename}); nothing was changed."
+        ) from exc

@@ -1,0 +1,342 @@
+"""SQLiteStore: the default backend, one SQLite file in WAL mode.
+
+Every tool call is one transaction. Writers take the write lock up front
+(`BEGIN IMMEDIATE`) so two processes never deadlock upgrading a read lock, and
+SQLite's busy timeout makes a second process wait its turn instead of failing.
+`synchronous=FULL` makes a commit durable before the call answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from importlib import resources
+from pathlib import Path
+
+from graphmem.errors import SchemaVersionError
+from graphmem.models import Entity, Relation
+from graphmem.storage.base import FieldHits, StoreCounts, map_backend_errors
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+# How long a write waits for another process's transaction before giving up. Long on
+# purpose: an agent would rather wait than see "database is locked".
+BUSY_TIMEOUT_SECONDS = 60.0
+
+# Trigram FTS5 can only look up needles of at least three characters; shorter ones scan.
+_TRIGRAM = 3
+
+
+def _migrations() -> list[tuple[int, str]]:
+    folder = resources.files("graphmem.storage") / "migrations" / "sqlite"
+    found = []
+    for item in folder.iterdir():
+        if item.name.endswith(".sql"):
+            found.append((int(item.name.split("_", 1)[0]), item.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+SCHEMA_VERSION = max(number for number, _ in _migrations())
+
+
+def _names_json(names: Sequence[str]) -> str:
+    # Name lists travel as one JSON parameter (read with json_each) so a batch of any
+    # size is one statement and never hits SQLite's limit on bound parameters.
+    return json.dumps(list(names))
+
+
+def _fts_phrase(needle: str) -> str:
+    return '"' + needle.replace('"', '""') + '"'
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` (and its missing parent folders) readable by the owner only, if it is new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+class SQLiteStore:
+    """A `Store` over one SQLite database file (or `:memory:`)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.location = str(path)
+        with map_backend_errors():
+            if str(path) != ":memory:":
+                create_private_file(Path(path))
+            # check_same_thread=False: calls arrive on worker threads; self._lock serialises them.
+            self._conn = sqlite3.connect(
+                str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        self._lock = threading.RLock()
+        self._depth = 0
+
+    # -- transactions ---------------------------------------------------------
+
+    def _migrate(self) -> None:
+        current = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if current > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{self.location} has schema version {current}, but this graphmem knows only up to "
+                f"{SCHEMA_VERSION}; upgrade graphmem to open it."
+            )
+        pending = [(number, sql) for number, sql in _migrations() if number > current]
+        if not pending:
+            return
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-read under the write lock: another process may have migrated meanwhile.
+            current = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            for number, sql in pending:
+                if number > current:
+                    for statement in _split_sql(sql):
+                        self._conn.execute(statement)
+                    self._conn.execute(f"PRAGMA user_version = {number}")
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[None]:
+        with self._lock:
+            if self._depth:
+                # Already inside a transaction on this connection: join it.
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            with map_backend_errors():
+                self._conn.execute(begin)
+            self._depth = 1
+            try:
+                with map_backend_errors():
+                    yield
+            except BaseException:
+                self._depth = 0
+                with map_backend_errors():
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._depth = 0
+            with map_backend_errors():
+                self._conn.execute("COMMIT")
+
+    def write(self) -> AbstractContextManager[None]:
+        return self._transaction("BEGIN IMMEDIATE")
+
+    def read(self) -> AbstractContextManager[None]:
+        return self._transaction("BEGIN")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- reads ----------------------------------------------------------------
+
+    def existing_names(self, names: Sequence[str]) -> set[str]:
+        rows = self._conn.execute(
+            "SELECT name FROM entities WHERE name IN (SELECT value FROM json_each(?))", (_names_json(names),)
+        )
+        return {name for (name,) in rows}
+
+    def get_entities(self, names: Sequence[str]) -> list[Entity]:
+        rows = self._conn.execute(
+            "SELECT id, name, entity_type FROM entities WHERE name IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (_names_json(names),),
+        ).fetchall()
+        if not rows:
+            return []
+        observations: dict[int, list[str]] = {entity_id: [] for entity_id, _, _ in rows}
+        for entity_id, content in self._conn.execute(
+            "SELECT entity_id, content FROM observations"
+            " WHERE entity_id IN (SELECT value FROM json_each(?)) ORDER BY entity_id, id",
+            (json.dumps(list(observations)),),
+        ):
+            observations[entity_id].append(content)
+        return [Entity(name, entity_type, tuple(observations[entity_id])) for entity_id, name, entity_type in rows]
+
+    def iter_entities(self) -> Iterator[Entity]:
+        observations = self._conn.execute("SELECT entity_id, content FROM observations ORDER BY entity_id, id")
+        pending = next(observations, None)
+        for entity_id, name, entity_type in self._conn.execute(
+            "SELECT id, name, entity_type FROM entities ORDER BY id"
+        ):
+            contents = []
+            # Both cursors walk in entity-id order, so this is a merge join in one pass.
+            while pending is not None and pending[0] <= entity_id:
+                if pending[0] == entity_id:
+                    contents.append(pending[1])
+                pending = next(observations, None)
+            yield Entity(name, entity_type, tuple(contents))
+
+    def iter_relations(self) -> Iterator[Relation]:
+        for from_, to, relation_type in self._conn.execute(
+            "SELECT from_name, to_name, relation_type FROM relations ORDER BY id"
+        ):
+            yield Relation(from_, to, relation_type)
+
+    def relations_touching(self, names: Sequence[str]) -> list[Relation]:
+        rows = self._conn.execute(
+            "SELECT from_name, to_name, relation_type FROM relations WHERE id IN ("
+            " SELECT id FROM relations WHERE from_name IN (SELECT value FROM json_each(?1))"
+            " UNION SELECT id FROM relations WHERE to_name IN (SELECT value FROM json_each(?1))"
+            ") ORDER BY id",
+            (_names_json(names),),
+        )
+        return [Relation(from_, to, relation_type) for from_, to, relation_type in rows]
+
+    def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        rows = self._conn.execute(
+            "SELECT r.from_name, r.to_name, r.relation_type FROM json_each(?) AS k JOIN relations AS r"
+            " ON r.from_name = json_extract(k.value, '$[0]') AND r.to_name = json_extract(k.value, '$[1]')"
+            " AND r.relation_type = json_extract(k.value, '$[2]')",
+            (json.dumps([list(key) for key in keys]),),
+        )
+        return {(from_, to, relation_type) for from_, to, relation_type in rows}
+
+    def observations_of(self, name: str) -> list[str] | None:
+        row = self._conn.execute("SELECT id FROM entities WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        rows = self._conn.execute("SELECT content FROM observations WHERE entity_id = ? ORDER BY id", row)
+        return [content for (content,) in rows]
+
+    def find_text(self, needle: str) -> dict[str, FieldHits]:
+        if len(needle) >= _TRIGRAM:
+            phrase = _fts_phrase(needle)
+            # The FTS match narrows the rows through the index; instr() keeps the answer
+            # exact whatever the tokenizer does with the phrase.
+            entity_rows = self._conn.execute(
+                "SELECT e.name, instr(e.name_lc, ?1) > 0, instr(e.type_lc, ?1) > 0"
+                " FROM entity_text JOIN entities AS e ON e.id = entity_text.rowid"
+                " WHERE entity_text MATCH ?2",
+                (needle, phrase),
+            ).fetchall()
+            observation_rows = self._conn.execute(
+                "SELECT e.name, count(*) FROM observation_text"
+                " JOIN observations AS o ON o.id = observation_text.rowid"
+                " JOIN entities AS e ON e.id = o.entity_id"
+                " WHERE observation_text MATCH ?2 AND instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
+                (needle, phrase),
+            ).fetchall()
+        else:
+            entity_rows = self._conn.execute(
+                "SELECT name, instr(name_lc, ?1) > 0, instr(type_lc, ?1) > 0 FROM entities"
+                " WHERE instr(name_lc, ?1) > 0 OR instr(type_lc, ?1) > 0",
+                (needle,),
+            ).fetchall()
+            observation_rows = self._conn.execute(
+                "SELECT e.name, count(*) FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
+                " WHERE instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
+                (needle,),
+            ).fetchall()
+        hits: dict[str, FieldHits] = {}
+        for name, in_name, in_type in entity_rows:
+            if in_name or in_type:
+                hits[name] = FieldHits(bool(in_name), bool(in_type), 0)
+        for name, count in observation_rows:
+            previous = hits.get(name)
+            hits[name] = FieldHits(
+                previous.in_name if previous else False, previous.in_type if previous else False, count
+            )
+        return hits
+
+    def counts(self) -> StoreCounts:
+        (entities,) = self._conn.execute("SELECT count(*) FROM entities").fetchone()
+        (relations,) = self._conn.execute("SELECT count(*) FROM relations").fetchone()
+        (observations,) = self._conn.execute("SELECT count(*) FROM observations").fetchone()
+        return StoreCounts(entities, relations, observations)
+
+    # -- writes ---------------------------------------------------------------
+
+    def insert_entities(self, entities: Sequence[Entity]) -> None:
+        for entity in entities:
+            cursor = self._conn.execute(
+                "INSERT INTO entities (name, entity_type, name_lc, type_lc) VALUES (?, ?, ?, ?)",
+                (entity.name, entity.entity_type, entity.name.lower(), entity.entity_type.lower()),
+            )
+            self._insert_observations(cursor.lastrowid, entity.observations)
+
+    def _insert_observations(self, entity_id: int | None, contents: Sequence[str]) -> None:
+        self._conn.executemany(
+            "INSERT INTO observations (entity_id, content, content_lc) VALUES (?, ?, ?)",
+            [(entity_id, content, content.lower()) for content in contents],
+        )
+
+    def insert_relations(self, relations: Sequence[Relation]) -> None:
+        self._conn.executemany(
+            "INSERT INTO relations (from_name, to_name, relation_type) VALUES (?, ?, ?)",
+            [relation.key for relation in relations],
+        )
+
+    def append_observations(self, name: str, contents: Sequence[str]) -> None:
+        row = self._conn.execute("SELECT id FROM entities WHERE name = ?", (name,)).fetchone()
+        if row is not None:
+            self._insert_observations(row[0], contents)
+
+    def delete_entities(self, names: Sequence[str]) -> int:
+        names_json = _names_json(names)
+        self._conn.execute(
+            "DELETE FROM observations WHERE entity_id IN"
+            " (SELECT id FROM entities WHERE name IN (SELECT value FROM json_each(?)))",
+            (names_json,),
+        )
+        self._conn.execute(
+            "DELETE FROM relations WHERE from_name IN (SELECT value FROM json_each(?1))"
+            " OR to_name IN (SELECT value FROM json_each(?1))",
+            (names_json,),
+        )
+        cursor = self._conn.execute(
+            "DELETE FROM entities WHERE name IN (SELECT value FROM json_each(?))", (names_json,)
+        )
+        return cursor.rowcount
+
+    def remove_observations(self, name: str, contents: Sequence[str]) -> int:
+        contents_json = _names_json(contents)
+        row = self._conn.execute("SELECT id FROM entities WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return 0
+        (matched,) = self._conn.execute(
+            "SELECT count(DISTINCT content) FROM observations"
+            " WHERE entity_id = ? AND content IN (SELECT value FROM json_each(?))",
+            (row[0], contents_json),
+        ).fetchone()
+        self._conn.execute(
+            "DELETE FROM observations WHERE entity_id = ? AND content IN (SELECT value FROM json_each(?))",
+            (row[0], contents_json),
+        )
+        return int(matched)
+
+    def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
+        before = self._conn.total_changes
+        self._conn.executemany("DELETE FROM relations WHERE from_name = ? AND to_name = ? AND relation_type = ?", keys)
+        return self._conn.total_changes - before
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements; `sqlite3.complete_statement` keeps triggers whole."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if not buffer and line.lstrip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements

@@ -1,0 +1,459 @@
+"""The MCP tools: wire schema in, one KnowledgeGraph call, result out.
+
+Each tool is a `ToolSpec`: its listing (name, title, description, schemas and
+annotations exactly as the official server lists them), a pydantic model that
+parses the wire arguments (camelCase, `from`), and a plain function that calls the
+graph and shapes the answer. Functions here never catch: `server.py` turns a
+`GraphmemError` into a tool error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from pydantic import BaseModel, ConfigDict, Field
+
+from graphmem import schemas
+from graphmem.graph import KnowledgeGraph
+from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
+
+__all__ = ["TOOLS", "ToolOutput", "ToolSpec", "dump_json"]
+
+
+def dump_json(value: Any) -> str:
+    """JSON as the official server writes it: `JSON.stringify(value, null, 2)`, non-ASCII kept."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool answers: the structured result and the text items shown to the model.
+
+    The first text item is always the official one; `notes` follow it as extra items.
+    """
+
+    structured: dict[str, Any]
+    text: str
+    notes: tuple[str, ...] = ()
+    changed: bool = False
+    """Whether the call wrote to memory (subscribers of the graph resource are told)."""
+
+
+class _Args(BaseModel):
+    # strict: a number where a string belongs is an error, as with the official zod schemas.
+    # extra="ignore": unknown keys are dropped, as the official server does.
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True, populate_by_name=False)
+
+
+class _EntityArg(_Args):
+    name: str
+    entity_type: str = Field(alias="entityType")
+    observations: list[str]
+
+
+class _RelationArg(_Args):
+    from_: str = Field(alias="from")
+    to: str
+    relation_type: str = Field(alias="relationType")
+
+    def model(self) -> Relation:
+        return Relation(self.from_, self.to, self.relation_type)
+
+
+class _CreateEntitiesArgs(_Args):
+    entities: list[_EntityArg]
+
+
+class _RelationsArgs(_Args):
+    relations: list[_RelationArg]
+
+
+class _AdditionArg(_Args):
+    entity_name: str = Field(alias="entityName")
+    contents: list[str]
+
+
+class _AddObservationsArgs(_Args):
+    observations: list[_AdditionArg]
+
+
+class _DeleteEntitiesArgs(_Args):
+    entity_names: list[str] = Field(alias="entityNames")
+
+
+class _DeletionArg(_Args):
+    entity_name: str = Field(alias="entityName")
+    observations: list[str]
+
+
+class _DeleteObservationsArgs(_Args):
+    deletions: list[_DeletionArg]
+
+
+class _NoArgs(_Args):
+    pass
+
+
+class _SearchArgs(_Args):
+    query: str
+
+
+class _OpenArgs(_Args):
+    names: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool: how it is listed, how its arguments parse, and what it runs."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    annotations: types.ToolAnnotations
+    arguments: type[_Args]
+    run: Callable[[KnowledgeGraph, Any], ToolOutput]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def listing(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema,
+            annotations=self.annotations,
+            execution=types.ToolExecution(task_support="forbidden"),
+        )
+
+
+_WRITE = types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+_DELETE = types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+_READ = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def _plural(count: int, singular: str, plural: str) -> str:
+    return singular if count == 1 else plural
+
+
+def _delete_result(message: str) -> ToolOutput:
+    return ToolOutput({"success": True, "message": message}, message, changed=True)
+
+
+# -- the nine official tools ---------------------------------------------------
+
+
+def create_entities(graph: KnowledgeGraph, args: _CreateEntitiesArgs) -> ToolOutput:
+    result = graph.create_entities(
+        [Entity(item.name, item.entity_type, tuple(item.observations)) for item in args.entities]
+    )
+    created = [entity.to_wire() for entity in result.created]
+    structured: dict[str, Any] = {"entities": created}
+    notes: tuple[str, ...] = ()
+    if result.skipped:
+        structured["skipped"] = list(result.skipped)
+        count = len(result.skipped)
+        names = ", ".join(result.skipped)
+        if count == 1:
+            notes = (
+                f"Skipped 1 entity that already exists: {names}. Its observations were not added; "
+                "use add_observations for existing entities.",
+            )
+        else:
+            notes = (
+                f"Skipped {count} entities that already exist: {names}. Their observations were not "
+                "added; use add_observations for existing entities.",
+            )
+    return ToolOutput(structured, dump_json(created), notes, changed=True)
+
+
+def create_relations(graph: KnowledgeGraph, args: _RelationsArgs) -> ToolOutput:
+    result = graph.create_relations([item.model() for item in args.relations])
+    created = [relation.to_wire() for relation in result.created]
+    notes: tuple[str, ...] = ()
+    if result.missing_entities:
+        count = len(result.missing_entities)
+        noun = _plural(count, "entity that does not exist", "entities that do not exist")
+        notes = (
+            f"Saved, but the relations refer to {count} {noun}: {', '.join(result.missing_entities)}. "
+            "Create them with create_entities so the relations connect real nodes.",
+        )
+    return ToolOutput({"relations": created}, dump_json(created), notes, changed=True)
+
+
+def add_observations(graph: KnowledgeGraph, args: _AddObservationsArgs) -> ToolOutput:
+    results = graph.add_observations(
+        [ObservationAddition(item.entity_name, tuple(item.contents)) for item in args.observations]
+    )
+    wire = [result.to_wire() for result in results]
+    return ToolOutput({"results": wire}, dump_json(wire), changed=True)
+
+
+def delete_entities(graph: KnowledgeGraph, args: _DeleteEntitiesArgs) -> ToolOutput:
+    outcome = graph.delete_entities(args.entity_names)
+    if not outcome.missing_entities:
+        return _delete_result("Entities deleted successfully")
+    missing = ", ".join(outcome.missing_entities)
+    return _delete_result(f"Deleted {outcome.deleted} of {outcome.requested} entities. Not found: {missing}")
+
+
+def delete_observations(graph: KnowledgeGraph, args: _DeleteObservationsArgs) -> ToolOutput:
+    outcome = graph.delete_observations(
+        [ObservationDeletion(item.entity_name, tuple(item.observations)) for item in args.deletions]
+    )
+    if outcome.deleted == outcome.requested and not outcome.missing_entities:
+        return _delete_result("Observations deleted successfully")
+    message = f"Deleted {outcome.deleted} of {outcome.requested} observations."
+    if outcome.missing_entities:
+        message += f" Entities not found: {', '.join(outcome.missing_entities)}"
+    return _delete_result(message)
+
+
+def delete_relations(graph: KnowledgeGraph, args: _RelationsArgs) -> ToolOutput:
+    outcome = graph.delete_relations([item.model() for item in args.relations])
+    if outcome.deleted == outcome.requested:
+        return _delete_result("Relations deleted successfully")
+    return _delete_result(f"Deleted {outcome.deleted} of {outcome.requested} relations. The rest matched nothing.")
+
+
+def _graph_output(wire: dict[str, Any]) -> ToolOutput:
+    return ToolOutput(wire, dump_json(wire))
+
+
+def read_graph(graph: KnowledgeGraph, args: _NoArgs) -> ToolOutput:
+    return _graph_output(graph.read_graph().to_wire())
+
+
+def search_nodes(graph: KnowledgeGraph, args: _SearchArgs) -> ToolOutput:
+    return _graph_output(graph.search_nodes(args.query).to_wire())
+
+
+def open_nodes(graph: KnowledgeGraph, args: _OpenArgs) -> ToolOutput:
+    return _graph_output(graph.open_nodes(args.names).to_wire())
+
+
+_NAMES = {"type": "array", "items": {"type": "string"}}
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="create_entities",
+        title="Create Entities",
+        description=(
+            "Create multiple new entities in the knowledge graph. "
+            "Use it for people, places, projects or things not yet in memory; an entity whose name "
+            "already exists (or repeats an earlier one in the same call) is skipped and listed in "
+            "`skipped`, so use add_observations to add facts to an existing entity."
+        ),
+        input_schema=schemas.input_schema({"entities": {"type": "array", "items": schemas.ENTITY}}, ["entities"]),
+        output_schema=schemas.output_schema(
+            {
+                "entities": {"type": "array", "items": schemas.closed(schemas.ENTITY)},
+                "skipped": {"type": "array", "items": {"type": "string"}},
+            },
+            ["entities"],
+        ),
+        annotations=_WRITE,
+        arguments=_CreateEntitiesArgs,
+        run=create_entities,
+    ),
+    ToolSpec(
+        name="create_relations",
+        title="Create Relations",
+        description=(
+            "Create multiple new relations between entities in the knowledge graph. Relations should "
+            "be in active voice. Use it to connect entities that exist (create them first with "
+            "create_entities); a relation that already exists is not duplicated."
+        ),
+        input_schema=schemas.input_schema({"relations": {"type": "array", "items": schemas.RELATION}}, ["relations"]),
+        output_schema=schemas.output_schema(
+            {"relations": {"type": "array", "items": schemas.closed(schemas.RELATION)}}, ["relations"]
+        ),
+        annotations=_WRITE,
+        arguments=_RelationsArgs,
+        run=create_relations,
+    ),
+    ToolSpec(
+        name="add_observations",
+        title="Add Observations",
+        description=(
+            "Add new observations to existing entities in the knowledge graph. "
+            "Use it to record new facts about an entity that is already in memory (use "
+            "create_entities for a new one); observations the entity already has are not repeated, "
+            "and if any entity is missing the whole call fails and nothing is saved."
+        ),
+        input_schema=schemas.input_schema(
+            {
+                "observations": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "entityName": {
+                                "type": "string",
+                                "description": "The name of the entity to add the observations to",
+                            },
+                            "contents": {
+                                **_NAMES,
+                                "description": "An array of observation contents to add",
+                            },
+                        },
+                        "required": ["entityName", "contents"],
+                    },
+                }
+            },
+            ["observations"],
+        ),
+        output_schema=schemas.output_schema(
+            {
+                "results": {
+                    "type": "array",
+                    "items": schemas.closed(
+                        {
+                            "type": "object",
+                            "properties": {"entityName": {"type": "string"}, "addedObservations": _NAMES},
+                            "required": ["entityName", "addedObservations"],
+                        }
+                    ),
+                }
+            },
+            ["results"],
+        ),
+        annotations=_WRITE,
+        arguments=_AddObservationsArgs,
+        run=add_observations,
+    ),
+    ToolSpec(
+        name="delete_entities",
+        title="Delete Entities",
+        description=(
+            "Delete multiple entities and their associated relations from the knowledge graph. "
+            "Use it to forget whole entities; to remove single facts use delete_observations, and to "
+            "remove a link use delete_relations. The message says which names were not found."
+        ),
+        input_schema=schemas.input_schema(
+            {"entityNames": {**_NAMES, "description": "An array of entity names to delete"}}, ["entityNames"]
+        ),
+        output_schema=schemas.DELETE_RESULT,
+        annotations=_DELETE,
+        arguments=_DeleteEntitiesArgs,
+        run=delete_entities,
+    ),
+    ToolSpec(
+        name="delete_observations",
+        title="Delete Observations",
+        description=(
+            "Delete specific observations from entities in the knowledge graph. "
+            "Use it to remove facts that are wrong or outdated while keeping the entity (use "
+            "delete_entities to remove the entity itself); texts must match exactly."
+        ),
+        input_schema=schemas.input_schema(
+            {
+                "deletions": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "entityName": {
+                                "type": "string",
+                                "description": "The name of the entity containing the observations",
+                            },
+                            "observations": {**_NAMES, "description": "An array of observations to delete"},
+                        },
+                        "required": ["entityName", "observations"],
+                    },
+                }
+            },
+            ["deletions"],
+        ),
+        output_schema=schemas.DELETE_RESULT,
+        annotations=_DELETE,
+        arguments=_DeleteObservationsArgs,
+        run=delete_observations,
+    ),
+    ToolSpec(
+        name="delete_relations",
+        title="Delete Relations",
+        description=(
+            "Delete multiple relations from the knowledge graph. "
+            "Use it to remove links between entities while keeping the entities (delete_entities "
+            "removes an entity with all its relations); from, to and relationType must match exactly."
+        ),
+        input_schema=schemas.input_schema(
+            {
+                "relations": {
+                    "type": "array",
+                    "items": schemas.RELATION,
+                    "description": "An array of relations to delete",
+                }
+            },
+            ["relations"],
+        ),
+        output_schema=schemas.DELETE_RESULT,
+        annotations=_DELETE,
+        arguments=_RelationsArgs,
+        run=delete_relations,
+    ),
+    ToolSpec(
+        name="read_graph",
+        title="Read Graph",
+        description=(
+            "Read the entire knowledge graph. "
+            "Use it only to review the whole memory; to find something use search_nodes, and to "
+            "fetch entities you can name use open_nodes, which are much smaller answers."
+        ),
+        input_schema=schemas.input_schema({}, []),
+        output_schema=schemas.GRAPH_RESULT,
+        annotations=_READ,
+        arguments=_NoArgs,
+        run=read_graph,
+    ),
+    ToolSpec(
+        name="search_nodes",
+        title="Search Nodes",
+        description=(
+            "Search for nodes in the knowledge graph based on a query. "
+            "Use it when you do not know the exact entity names: it matches names, types and "
+            "observations case-insensitively, also word by word in any order (a question works), "
+            "best matches first; use open_nodes when you know the names."
+        ),
+        input_schema=schemas.input_schema(
+            {
+                "query": {
+                    "type": "string",
+                    "description": "The search query to match against entity names, types, and observation content",
+                    "maxLength": 2048,
+                }
+            },
+            ["query"],
+        ),
+        output_schema=schemas.GRAPH_RESULT,
+        annotations=_READ,
+        arguments=_SearchArgs,
+        run=search_nodes,
+    ),
+    ToolSpec(
+        name="open_nodes",
+        title="Open Nodes",
+        description=(
+            "Open specific nodes in the knowledge graph by their names. "
+            "Use it when you know the exact names (case-sensitive), for example from a search_nodes "
+            "result; it returns those entities and every relation touching them."
+        ),
+        input_schema=schemas.input_schema(
+            {"names": {**_NAMES, "description": "An array of entity names to retrieve"}}, ["names"]
+        ),
+        output_schema=schemas.GRAPH_RESULT,
+        annotations=_READ,
+        arguments=_OpenArgs,
+        run=open_nodes,
+    ),
+)

@@ -1,0 +1,39 @@
+"""Shared fixtures: real SQLite files in a temporary folder, and the in-process MCP client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from graphmem.config import Settings
+from graphmem.graph import KnowledgeGraph
+from graphmem.server import build_server
+from graphmem.storage import open_store
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(memory_path=tmp_path / "memory.db")
+
+
+@pytest.fixture
+def graph(settings: Settings) -> Iterator[KnowledgeGraph]:
+    store = open_store(settings)
+    yield KnowledgeGraph(store, strict=settings.strict, limits=settings.limits)
+    store.close()
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[Client]:
+    # mode="legacy": the initialize handshake that Claude Desktop, Cursor and the
+    # official server use.
+    async with Client(build_server(settings), mode="legacy") as connected:
+        yield connected

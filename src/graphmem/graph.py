@@ -240,7 +240,7 @@ class KnowledgeGraph:
                         by_name[entity.name] = entity
                 existing = self.store.existing_names(list(by_name))
                 fresh = [
-                    Entity(entity.name, entity.entity_type, tuple(_unique(entity.observations)))
+                    Entity(entity.name, entity.entity_type, tuple(_unique(entity.observations)), entity.extra)
                     for name, entity in by_name.items()
                     if name not in existing
                 ]

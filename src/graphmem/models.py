@@ -27,6 +27,9 @@ class Entity:
     name: str
     entity_type: str
     observations: tuple[str, ...] = ()
+    extra: dict[str, Any] | None = field(default=None, compare=False)
+    """Keys from other formats that graphmem keeps but the official tools do not show
+    (a fork's `aliases`, `createdAt`, `version`); written back to JSONL files unchanged."""
 
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "entityType": self.entity_type, "observations": list(self.observations)}
@@ -39,6 +42,8 @@ class Relation:
     from_: str
     to: str
     relation_type: str
+    extra: dict[str, Any] | None = field(default=None, compare=False)
+    """Keys from other formats kept but not shown, as for `Entity.extra`."""
 
     @property
     def key(self) -> tuple[str, str, str]:

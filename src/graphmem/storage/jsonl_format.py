@@ -68,6 +68,8 @@ def encode_value(value: Any) -> str:
 
 
 def encode_entity(entity: Entity, extra: dict[str, Any] | None = None) -> str:
+    """The entity's line: the official keys in the official order, then its extra keys."""
+    extra = entity.extra if extra is None else extra
     record: dict[str, Any] = {"type": "entity", **entity.to_wire()}
     if extra:
         record.update((key, value) for key, value in extra.items() if key not in record)
@@ -75,6 +77,8 @@ def encode_entity(entity: Entity, extra: dict[str, Any] | None = None) -> str:
 
 
 def encode_relation(relation: Relation, extra: dict[str, Any] | None = None) -> str:
+    """The relation's line: the official keys in the official order, then its extra keys."""
+    extra = relation.extra if extra is None else extra
     record: dict[str, Any] = {"type": "relation", **relation.to_wire()}
     if extra:
         record.update((key, value) for key, value in extra.items() if key not in record)
@@ -111,12 +115,14 @@ def decode_line(line: str, line_no: int) -> Record | None:
             _string(value.get("entityType"), "entityType", line_no),
             tuple(observations),
         )
-        return EntityRecord(entity, {k: v for k, v in value.items() if k not in _ENTITY_KEYS})
+        extra = {k: v for k, v in value.items() if k not in _ENTITY_KEYS}
+        return EntityRecord(Entity(entity.name, entity.entity_type, entity.observations, extra or None), extra)
     if kind == "relation":
         relation = Relation(
             _string(value.get("from"), "from", line_no),
             _string(value.get("to"), "to", line_no),
             _string(value.get("relationType"), "relationType", line_no),
         )
-        return RelationRecord(relation, {k: v for k, v in value.items() if k not in _RELATION_KEYS})
+        extra = {k: v for k, v in value.items() if k not in _RELATION_KEYS}
+        return RelationRecord(Relation(relation.from_, relation.to, relation.relation_type, extra or None), extra)
     return OtherRecord(line.rstrip("\r"))

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity, Relation
@@ -47,6 +48,14 @@ def _names_json(names: Sequence[str]) -> str:
     # Name lists travel as one JSON parameter (read with json_each) so a batch of any
     # size is one statement and never hits SQLite's limit on bound parameters.
     return json.dumps(list(names))
+
+
+def _extra_json(extra: dict[str, Any] | None) -> str | None:
+    return json.dumps(extra, ensure_ascii=False) if extra else None
+
+
+def _extra(value: str | None) -> dict[str, Any] | None:
+    return json.loads(value) if value else None
 
 
 def _fts_phrase(needle: str) -> str:
@@ -159,20 +168,23 @@ class SQLiteStore:
         ).fetchall()
         if not rows:
             return []
-        observations: dict[int, list[str]] = {entity_id: [] for entity_id, _, _ in rows}
+        observations: dict[int, list[str]] = {row[0]: [] for row in rows}
         for entity_id, content in self._conn.execute(
             "SELECT entity_id, content FROM observations"
             " WHERE entity_id IN (SELECT value FROM json_each(?)) ORDER BY entity_id, id",
             (json.dumps(list(observations)),),
         ):
             observations[entity_id].append(content)
-        return [Entity(name, entity_type, tuple(observations[entity_id])) for entity_id, name, entity_type in rows]
+        return [
+            Entity(name, entity_type, tuple(observations[entity_id]), _extra(extra))
+            for entity_id, name, entity_type, extra in rows
+        ]
 
     def iter_entities(self) -> Iterator[Entity]:
         observations = self._conn.execute("SELECT entity_id, content FROM observations ORDER BY entity_id, id")
         pending = next(observations, None)
-        for entity_id, name, entity_type in self._conn.execute(
-            "SELECT id, name, entity_type FROM entities ORDER BY id"
+        for entity_id, name, entity_type, extra in self._conn.execute(
+            "SELECT id, name, entity_type, extra FROM entities ORDER BY id"
         ):
             contents = []
             # Both cursors walk in entity-id order, so this is a merge join in one pass.
@@ -180,23 +192,23 @@ class SQLiteStore:
                 if pending[0] == entity_id:
                     contents.append(pending[1])
                 pending = next(observations, None)
-            yield Entity(name, entity_type, tuple(contents))
+            yield Entity(name, entity_type, tuple(contents), _extra(extra))
 
     def iter_relations(self) -> Iterator[Relation]:
-        for from_, to, relation_type in self._conn.execute(
-            "SELECT from_name, to_name, relation_type FROM relations ORDER BY id"
+        for from_, to, relation_type, extra in self._conn.execute(
+            "SELECT from_name, to_name, relation_type, extra FROM relations ORDER BY id"
         ):
-            yield Relation(from_, to, relation_type)
+            yield Relation(from_, to, relation_type, _extra(extra))
 
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:
         rows = self._conn.execute(
-            "SELECT from_name, to_name, relation_type FROM relations WHERE id IN ("
+            "SELECT from_name, to_name, relation_type, extra FROM relations WHERE id IN ("
             " SELECT id FROM relations WHERE from_name IN (SELECT value FROM json_each(?1))"
             " UNION SELECT id FROM relations WHERE to_name IN (SELECT value FROM json_each(?1))"
             ") ORDER BY id",
             (_names_json(names),),
         )
-        return [Relation(from_, to, relation_type) for from_, to, relation_type in rows]
+        return [Relation(from_, to, relation_type, _extra(extra)) for from_, to, relation_type, extra in rows]
 
     def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
         rows = self._conn.execute(
@@ -265,8 +277,14 @@ class SQLiteStore:
     def insert_entities(self, entities: Sequence[Entity]) -> None:
         for entity in entities:
             cursor = self._conn.execute(
-                "INSERT INTO entities (name, entity_type, name_lc, type_lc) VALUES (?, ?, ?, ?)",
-                (entity.name, entity.entity_type, entity.name.lower(), entity.entity_type.lower()),
+                "INSERT INTO entities (name, entity_type, name_lc, type_lc, extra) VALUES (?, ?, ?, ?, ?)",
+                (
+                    entity.name,
+                    entity.entity_type,
+                    entity.name.lower(),
+                    entity.entity_type.lower(),
+                    _extra_json(entity.extra),
+                ),
             )
             self._insert_observations(cursor.lastrowid, entity.observations)
 
@@ -278,8 +296,8 @@ class SQLiteStore:
 
     def insert_relations(self, relations: Sequence[Relation]) -> None:
         self._conn.executemany(
-            "INSERT INTO relations (from_name, to_name, relation_type) VALUES (?, ?, ?)",
-            [relation.key for relation in relations],
+            "INSERT INTO relations (from_name, to_name, relation_type, extra) VALUES (?, ?, ?, ?)",
+            [(*relation.key, _extra_json(relation.extra)) for relation in relations],
         )
 
     def append_observations(self, name: str, contents: Sequence[str]) -> None:

@@ -12,7 +12,8 @@ CREATE TABLE entities (
     name        TEXT NOT NULL UNIQUE,
     entity_type TEXT NOT NULL,
     name_lc     TEXT NOT NULL,
-    type_lc     TEXT NOT NULL
+    type_lc     TEXT NOT NULL,
+    extra       TEXT  -- JSON object of keys from other formats (aliases, createdAt, ...), or NULL
 );
 
 CREATE TABLE observations (
@@ -28,6 +29,7 @@ CREATE TABLE relations (
     from_name     TEXT NOT NULL,
     to_name       TEXT NOT NULL,
     relation_type TEXT NOT NULL,
+    extra         TEXT,  -- as entities.extra
     UNIQUE (from_name, to_name, relation_type)
 );
 CREATE INDEX relations_by_target ON relations (to_name);

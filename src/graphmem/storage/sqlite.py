@@ -163,7 +163,8 @@ class SQLiteStore:
 
     def get_entities(self, names: Sequence[str]) -> list[Entity]:
         rows = self._conn.execute(
-            "SELECT id, name, entity_type FROM entities WHERE name IN (SELECT value FROM json_each(?)) ORDER BY id",
+            "SELECT id, name, entity_type, extra FROM entities"
+            " WHERE name IN (SELECT value FROM json_each(?)) ORDER BY id",
             (_names_json(names),),
         ).fetchall()
         if not rows:

@@ -1,0 +1,107 @@
+"""SQLiteStore specifics: the file it creates, its schema version, and its search index."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphmem.errors import SchemaVersionError
+from graphmem.models import Entity
+from graphmem.storage.sqlite import SCHEMA_VERSION, SQLiteStore
+
+
+def test_a_new_memory_file_is_readable_by_its_owner_only(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    SQLiteStore(path).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_missing_parent_directories_are_created(tmp_path: Path):
+    path = tmp_path / "a" / "b" / "memory.db"
+    SQLiteStore(path).close()
+    assert path.exists()
+
+
+def test_an_existing_file_keeps_its_mode(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    SQLiteStore(path).close()
+    path.chmod(0o640)
+    SQLiteStore(path).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_the_schema_version_is_recorded_and_wal_is_on(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    SQLiteStore(path).close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_memory_from_a_newer_graphmem_is_refused_with_advice(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    SQLiteStore(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(SchemaVersionError, match="upgrade graphmem"):
+        SQLiteStore(path)
+
+
+def test_reopening_does_not_migrate_twice(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    store = SQLiteStore(path)
+    with store.write():
+        store.insert_entities([Entity("A", "t", ("x",))])
+    store.close()
+    reopened = SQLiteStore(path)
+    with reopened.read():
+        assert reopened.get_entities(["A"]) == [Entity("A", "t", ("x",))]
+    reopened.close()
+
+
+def test_two_stores_on_one_file_see_each_others_writes(tmp_path: Path):
+    first, second = SQLiteStore(tmp_path / "m.db"), SQLiteStore(tmp_path / "m.db")
+    with first.write():
+        first.insert_entities([Entity("A", "t")])
+    with second.read():
+        assert second.existing_names(["A"]) == {"A"}
+    first.close()
+    second.close()
+
+
+def _reference_hits(entities: list[Entity], needle: str) -> dict[str, tuple[bool, bool, int]]:
+    hits = {}
+    for entity in entities:
+        in_name, in_type = needle in entity.name.lower(), needle in entity.entity_type.lower()
+        count = sum(needle in observation.lower() for observation in entity.observations)
+        if in_name or in_type or count:
+            hits[entity.name] = (in_name, in_type, count)
+    return hits
+
+
+_TEXT = st.text(alphabet=st.sampled_from("abcABC İßΣσ \"'*-:\u2028é"), max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    entities=st.lists(
+        st.builds(Entity, _TEXT, _TEXT, st.lists(_TEXT, max_size=3, unique=True).map(tuple)),
+        max_size=6,
+        unique_by=lambda e: e.name,
+    ),
+    needle=_TEXT,
+)
+def test_find_text_agrees_with_a_plain_lowercase_substring_scan(entities: list[Entity], needle: str):
+    store = SQLiteStore(":memory:")
+    with store.write():
+        store.insert_entities(entities)
+    needle = needle.lower()
+    with store.read():
+        found = {name: (h.in_name, h.in_type, h.observation_hits) for name, h in store.find_text(needle).items()}
+    assert found == _reference_hits(entities, needle)
+    store.close()

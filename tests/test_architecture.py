@@ -1,0 +1,55 @@
+"""The layers import only downward, and only the composition root reads the environment."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[1] / "src" / "graphmem"
+
+# Modules of the domain and storage layers: they must work without MCP, click or an HTTP stack.
+CORE = ["models.py", "errors.py", "limits.py", "graph.py", "search.py", "config.py", "storage"]
+EDGE_PACKAGES = {"mcp", "mcp_types", "click", "starlette", "uvicorn", "anyio"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def _core_files() -> list[Path]:
+    files: list[Path] = []
+    for name in CORE:
+        target = SOURCE / name
+        files.extend(sorted(target.rglob("*.py")) if target.is_dir() else [target])
+    return files
+
+
+@pytest.mark.parametrize("path", _core_files(), ids=lambda p: str(p.relative_to(SOURCE)))
+def test_core_modules_never_import_the_protocol_or_cli_layers(path: Path):
+    imported = {name.split(".")[0] for name in _imports(path)}
+    assert not imported & EDGE_PACKAGES, f"{path.name} imports {imported & EDGE_PACKAGES}"
+    graphmem_imports = {name for name in _imports(path) if name.startswith("graphmem.")}
+    upward = {name for name in graphmem_imports if name.split(".")[1] in {"tools", "server", "transports", "cli"}}
+    assert not upward, f"{path.name} imports the layers above it: {upward}"
+
+
+def test_models_and_errors_import_nothing_from_graphmem():
+    for name in ("models.py", "errors.py"):
+        assert not {imp for imp in _imports(SOURCE / name) if imp.startswith("graphmem")}
+
+
+@pytest.mark.parametrize("path", sorted(SOURCE.rglob("*.py")), ids=lambda p: str(p.relative_to(SOURCE)))
+def test_only_config_reads_the_environment(path: Path):
+    if path.name == "config.py":
+        return
+    text = path.read_text(encoding="utf-8")
+    assert "os.environ" not in text and "os.getenv" not in text, f"{path.name} reads the environment"

@@ -30,6 +30,8 @@ class FieldHits:
     in_name: bool
     in_type: bool
     observation_hits: int
+    order: int = 0
+    """The entity's place in creation order (any increasing number), to break ranking ties."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -233,13 +233,13 @@ class SQLiteStore:
             # The FTS match narrows the rows through the index; instr() keeps the answer
             # exact whatever the tokenizer does with the phrase.
             entity_rows = self._conn.execute(
-                "SELECT e.name, instr(e.name_lc, ?1) > 0, instr(e.type_lc, ?1) > 0"
+                "SELECT e.name, instr(e.name_lc, ?1) > 0, instr(e.type_lc, ?1) > 0, e.id"
                 " FROM entity_text JOIN entities AS e ON e.id = entity_text.rowid"
                 " WHERE entity_text MATCH ?2",
                 (needle, phrase),
             ).fetchall()
             observation_rows = self._conn.execute(
-                "SELECT e.name, count(*) FROM observation_text"
+                "SELECT e.name, count(*), e.id FROM observation_text"
                 " JOIN observations AS o ON o.id = observation_text.rowid"
                 " JOIN entities AS e ON e.id = o.entity_id"
                 " WHERE observation_text MATCH ?2 AND instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
@@ -247,24 +247,25 @@ class SQLiteStore:
             ).fetchall()
         else:
             entity_rows = self._conn.execute(
-                "SELECT name, instr(name_lc, ?1) > 0, instr(type_lc, ?1) > 0 FROM entities"
+                "SELECT name, instr(name_lc, ?1) > 0, instr(type_lc, ?1) > 0, id FROM entities"
                 " WHERE instr(name_lc, ?1) > 0 OR instr(type_lc, ?1) > 0",
                 (needle,),
             ).fetchall()
             observation_rows = self._conn.execute(
-                "SELECT e.name, count(*) FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
+                "SELECT e.name, count(*), e.id FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
                 " WHERE instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
                 (needle,),
             ).fetchall()
         hits: dict[str, FieldHits] = {}
-        for name, in_name, in_type in entity_rows:
+        for name, in_name, in_type, entity_id in entity_rows:
             if in_name or in_type:
-                hits[name] = FieldHits(bool(in_name), bool(in_type), 0)
-        for name, count in observation_rows:
+                hits[name] = FieldHits(bool(in_name), bool(in_type), 0, entity_id)
+        for name, count, entity_id in observation_rows:
             previous = hits.get(name)
-            hits[name] = FieldHits(
-                previous.in_name if previous else False, previous.in_type if previous else False, count
-            )
+            if previous is None:
+                hits[name] = FieldHits(False, False, count, entity_id)
+            else:
+                hits[name] = FieldHits(previous.in_name, previous.in_type, count, entity_id)
         return hits
 
     def counts(self) -> StoreCounts:

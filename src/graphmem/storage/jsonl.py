@@ -1,0 +1,629 @@
+"""JsonlStore: the drop-in backend that keeps memory in the official server's JSONL file.
+
+The whole graph lives in memory, indexed by name, and the file is the truth:
+
+    write():  flock(<file>.lock, EX) ─► re-read the file if it changed ─► run the block
+              ─► rewrite the file atomically if anything changed ─► unlock
+    read():   flock(<file>.lock, SH) ─► re-read the file if it changed ─► run the block
+
+The rewrite goes to a temp file in the same folder (fsync'd, given the old file's mode,
+0600 for a new one), is renamed over the file, and the folder is fsync'd, so a crash
+leaves the old or the new file, never half of one. The file is written exactly as the
+official server writes it: every entity line, then every relation line.
+
+Lines graphmem does not understand are never lost:
+- unknown keys on entity and relation lines ride in `Entity.extra` / `Relation.extra`;
+- lines of another `type` (a fork's `{"type":"_aim",…}` marker, spec-003 observation
+  records) are kept verbatim at their place among the entity lines, so they stay before
+  every relation line (a file that mixes them in after relations gets them moved up);
+- a line that cannot be read is skipped with a warning, and the file as it was is copied
+  to `<file>.bak-<UTC time>` before the first rewrite that leaves such a line out.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import gc
+import logging
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
+from datetime import UTC, datetime
+from pathlib import Path
+
+from graphmem.errors import ImportFormatError, StorageBusyError, StorageError
+from graphmem.models import Entity, Relation
+from graphmem.storage.base import FieldHits, StoreCounts, map_backend_errors
+from graphmem.storage.jsonl_format import (
+    EntityRecord,
+    OtherRecord,
+    RelationRecord,
+    decode_line,
+    encode_entity,
+    encode_relation,
+)
+
+__all__ = ["JsonlStore"]
+
+logger = logging.getLogger(__name__)
+
+# How long a transaction waits for another process's lock before giving up; as long as
+# SQLite's busy timeout, because an agent would rather wait than fail.
+LOCK_TIMEOUT_SECONDS = 60.0
+
+# Deleted rows stay as holes (so a rollback can put them back); past this many, and
+# once they outnumber the live rows, the lists are rebuilt after a commit.
+_COMPACT_AFTER = 1024
+
+_TOKEN_SIZE = 16
+
+_LEGACY_DETECTED = "DETECTED: Found legacy memory.json file, migrating to memory.jsonl for JSONL format compatibility"
+_LEGACY_COMPLETED = "COMPLETED: Successfully migrated memory.json to memory.jsonl"
+
+# Identifies a version of the file: (st_mtime_ns, st_size, st_ino), or None when it is absent.
+_Stamp = tuple[int, int, int] | None
+
+
+class _HeadRow:
+    """An entity line or another line, held in memory with caches dropped when it changes."""
+
+    __slots__ = ("folded", "line", "value")
+
+    def __init__(self, value: Entity | OtherRecord, line: str | None = None) -> None:
+        self.value = value
+        self.line = line
+        """The encoded line, kept once it has been needed: most rows outlive many saves."""
+        self.folded: str | None = None
+        """For an entity: its lower-cased name, type and observations joined, so a text
+        search rules most entities out with one substring test."""
+
+
+class _RelationRow:
+    """A relation line held in memory, with its encoded line once it has been needed."""
+
+    __slots__ = ("line", "value")
+
+    def __init__(self, value: Relation) -> None:
+        self.value = value
+        self.line: str | None = None
+
+
+def _stamp_of(result: os.stat_result) -> tuple[int, int, int]:
+    return (result.st_mtime_ns, result.st_size, result.st_ino)
+
+
+def _fold(entity: Entity) -> str:
+    # Joined with NUL: a match across two fields is only a false candidate, which the
+    # exact per-field test then rejects; the blob narrows, it never decides.
+    return "\0".join([entity.name.lower(), entity.entity_type.lower(), *(o.lower() for o in entity.observations)])
+
+
+def _split_lines(data: bytes) -> list[str | None]:
+    """The file's lines, with None for a line that is not valid UTF-8."""
+    try:
+        lines: list[str | None] = [*data.decode("utf-8").split("\n")]
+    except UnicodeDecodeError:
+        # Decode line by line, so bad bytes cost only the line they are on.
+        lines = []
+        for chunk in data.split(b"\n"):
+            try:
+                lines.append(chunk.decode("utf-8"))
+            except UnicodeDecodeError:
+                lines.append(None)
+    first = lines[0]
+    if first is not None and first.startswith("\ufeff"):
+        # A byte-order mark from a Windows editor is not part of the first record.
+        lines[0] = first[1:]
+    return lines
+
+
+def _migrate_legacy_file(path: Path) -> None:
+    """Rename `memory.json` to `memory.jsonl` as the official server does at startup."""
+    if path.suffix.lower() != ".jsonl" or path.exists():
+        return
+    legacy = path.with_suffix(".json")
+    if not legacy.is_file():
+        return
+    # These two lines are the official server's, word for word: people grep their logs for them.
+    print(_LEGACY_DETECTED, file=sys.stderr, flush=True)
+    try:
+        os.rename(legacy, path)
+    except FileNotFoundError:
+        # Another process starting at the same moment migrated it first.
+        if not path.exists():
+            raise
+    print(_LEGACY_COMPLETED, file=sys.stderr, flush=True)
+
+
+def _fsync_directory(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        # Some file systems cannot fsync a directory; the rename is then as durable as they allow.
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
+
+
+class JsonlStore:
+    """A `Store` over one JSONL memory file, shared safely with other graphmem processes.
+
+    Args:
+        path: the memory file; missing parent folders are created. A `.jsonl` path that
+            does not exist next to a `.json` file of the same name takes that file over,
+            as the official server does.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.location = str(path)
+        configured = Path(path)
+        with map_backend_errors():
+            configured.parent.mkdir(parents=True, exist_ok=True)
+            # Write through a symlink to the real file: replacing the link would cut it.
+            self._path = Path(os.path.realpath(configured))
+            lock_path = self._path.with_name(self._path.name + ".lock")
+            self._lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                # Under the lock, so two servers starting together do not both rename.
+                self._flock(fcntl.LOCK_EX)
+                try:
+                    _migrate_legacy_file(configured)
+                finally:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            except BaseException:
+                os.close(self._lock_fd)
+                raise
+        self._mutex = threading.RLock()
+        self._depth = 0
+        self._writing = False
+        self._closed = False
+        self._loaded = False
+        self._stamp: _Stamp = None
+        self._token = b""
+        self._bad_lines: list[int] = []
+        self._reset()
+
+    # -- the in-memory graph ----------------------------------------------------
+
+    def _reset(self) -> None:
+        # `_head` holds entity lines and other lines in file order, `_relations` the
+        # relation lines; a deleted row becomes None. The dicts map a name or a key to
+        # the positions of its rows (dead ones included, skipped on use), so a point
+        # operation never scans the lists.
+        self._head: list[_HeadRow | None] = []
+        self._relations: list[_RelationRow | None] = []
+        self._by_name: dict[str, list[int]] = {}
+        self._by_key: dict[tuple[str, str, str], list[int]] = {}
+        self._by_endpoint: dict[str, list[int]] = {}
+        self._dead_head = 0
+        self._dead_relations = 0
+        self._clear_journal()
+
+    def _clear_journal(self) -> None:
+        # What one write transaction changed, so a rollback can undo it: the rows it
+        # replaced or deleted, and the list lengths and hole counts at its start.
+        self._head_journal: list[tuple[int, _HeadRow | None]] = []
+        self._relation_journal: list[tuple[int, _RelationRow | None]] = []
+        self._mark = (len(self._head), len(self._relations), self._dead_head, self._dead_relations)
+
+    def _add_head(self, row: _HeadRow) -> None:
+        position = len(self._head)
+        self._head.append(row)
+        if isinstance(row.value, Entity):
+            self._by_name.setdefault(row.value.name, []).append(position)
+
+    def _add_relation(self, row: _RelationRow) -> None:
+        relation = row.value
+        position = len(self._relations)
+        self._relations.append(row)
+        self._by_key.setdefault(relation.key, []).append(position)
+        self._by_endpoint.setdefault(relation.from_, []).append(position)
+        if relation.to != relation.from_:
+            self._by_endpoint.setdefault(relation.to, []).append(position)
+
+    def _set_head(self, position: int, row: _HeadRow | None) -> None:
+        self._head_journal.append((position, self._head[position]))
+        self._head[position] = row
+        self._dead_head += row is None
+
+    def _delete_relation(self, position: int) -> None:
+        self._relation_journal.append((position, self._relations[position]))
+        self._relations[position] = None
+        self._dead_relations += 1
+
+    def _entity_positions(self, name: str) -> list[int]:
+        return [p for p in self._by_name.get(name, ()) if self._head[p] is not None]
+
+    def _first_entity(self, name: str) -> tuple[int, Entity] | None:
+        # Duplicate names in a file are all kept; like the official `find()`, point
+        # operations act on the first.
+        for position in self._by_name.get(name, ()):
+            row = self._head[position]
+            if row is not None and isinstance(row.value, Entity):
+                return position, row.value
+        return None
+
+    def _live_relations(self, positions: Iterable[int]) -> list[int]:
+        return [p for p in positions if self._relations[p] is not None]
+
+    def _rollback(self) -> None:
+        """Put the in-memory graph back as it was when the transaction began."""
+        for position, old_head in reversed(self._head_journal):
+            self._head[position] = old_head
+        for position, old_relation in reversed(self._relation_journal):
+            self._relations[position] = old_relation
+        head_length, relations_length, self._dead_head, self._dead_relations = self._mark
+        # Rows appended by the transaction are live again now; drop them and their index
+        # entries, which are the last ones of their lists.
+        while len(self._head) > head_length:
+            row = self._head.pop()
+            if row is not None and isinstance(row.value, Entity):
+                self._by_name[row.value.name].pop()
+        while len(self._relations) > relations_length:
+            relation_row = self._relations.pop()
+            if relation_row is not None:
+                relation = relation_row.value
+                self._by_key[relation.key].pop()
+                self._by_endpoint[relation.from_].pop()
+                if relation.to != relation.from_:
+                    self._by_endpoint[relation.to].pop()
+        self._clear_journal()
+
+    def _compact(self) -> None:
+        head = [row for row in self._head if row is not None]
+        relations = [row for row in self._relations if row is not None]
+        self._reset()
+        for row in head:
+            self._add_head(row)
+        for relation_row in relations:
+            self._add_relation(relation_row)
+        self._clear_journal()
+
+    # -- the file ---------------------------------------------------------------
+
+    def _flock(self, operation: int) -> None:
+        # Polling instead of a blocking flock, so a process that never lets go gives a
+        # clear error after a while instead of hanging every call forever.
+        deadline = time.monotonic() + LOCK_TIMEOUT_SECONDS
+        pause = 0.001
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, operation | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StorageBusyError(
+                        f"The memory file {self.location} stayed locked by another process for "
+                        f"{LOCK_TIMEOUT_SECONDS:.0f} s; nothing was changed. Retry the call."
+                    ) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+
+    def _refresh(self) -> None:
+        """Read the file again if anyone changed it since we last read or wrote it."""
+        try:
+            stamp: _Stamp = _stamp_of(os.stat(self._path))
+        except FileNotFoundError:
+            stamp = None
+        # Every graphmem writer leaves a fresh token in the lock file. It catches a
+        # rewrite that the stamp alone could miss: same size, a reused inode number and
+        # an mtime within one tick of the file system's clock.
+        token = os.pread(self._lock_fd, _TOKEN_SIZE, 0)
+        if self._loaded and stamp == self._stamp and token == self._token:
+            return
+        self._load()
+        self._token = token
+
+    def _load(self) -> None:
+        self._loaded = False
+        self._reset()
+        self._bad_lines = []
+        try:
+            with open(self._path, "rb") as file:
+                # The stamp from before reading: a change made while we read (by a writer
+                # that takes no lock) shows as a new stamp next time, and we read again.
+                self._stamp = _stamp_of(os.fstat(file.fileno()))
+                data = file.read()
+        except FileNotFoundError:
+            self._stamp = None
+            data = b""
+        # A load makes a few objects per line and no cycles; the cyclic collector would
+        # walk the growing graph again and again (a third of the time on 160,000 lines).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._parse(data)
+        finally:
+            if collecting:
+                gc.enable()
+        self._clear_journal()
+        self._loaded = True
+
+    def _parse(self, data: bytes) -> None:
+        for line_no, line in enumerate(_split_lines(data), start=1):
+            try:
+                if line is None:
+                    raise ImportFormatError(line_no, "not valid UTF-8.")
+                record = decode_line(line, line_no)
+            except ImportFormatError as exc:
+                self._bad_lines.append(line_no)
+                logger.warning("%s line %d is skipped: %s", self.location, line_no, exc.reason)
+                continue
+            if isinstance(record, EntityRecord):
+                self._add_head(_HeadRow(record.entity))
+            elif isinstance(record, RelationRecord):
+                self._add_relation(_RelationRow(record.relation))
+            elif isinstance(record, OtherRecord):
+                self._add_head(_HeadRow(record, record.line))
+
+    def _back_up(self) -> None:
+        """Copy the file as it is, before a rewrite leaves out the lines that could not be read."""
+        when = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        backup = self._path.with_name(f"{self._path.name}.bak-{when}")
+        attempt = 1
+        while True:
+            try:
+                fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                break
+            except FileExistsError:
+                attempt += 1
+                backup = self._path.with_name(f"{self._path.name}.bak-{when}-{attempt}")
+        with os.fdopen(fd, "wb") as target, open(self._path, "rb") as source:
+            shutil.copyfileobj(source, target)
+            target.flush()
+            os.fsync(target.fileno())
+        _fsync_directory(self._path.parent)
+        logger.warning(
+            "%s: unreadable line(s) %s are left out when the file is rewritten; the file as it was is kept in %s",
+            self.location,
+            ", ".join(map(str, self._bad_lines)),
+            backup,
+        )
+        self._bad_lines = []
+
+    def _encoded_lines(self) -> list[str]:
+        lines: list[str] = []
+        for row in self._head:
+            if row is not None:
+                if row.line is None:
+                    assert isinstance(row.value, Entity)  # other lines always carry their text
+                    row.line = encode_entity(row.value)
+                lines.append(row.line)
+        for relation_row in self._relations:
+            if relation_row is not None:
+                if relation_row.line is None:
+                    relation_row.line = encode_relation(relation_row.value)
+                lines.append(relation_row.line)
+        return lines
+
+    def _save(self) -> None:
+        if self._bad_lines:
+            self._back_up()
+        lines = self._encoded_lines()
+        # The official layout: lines joined by "\n", with the trailing "\n" of upstream
+        # main (the 2026.8.31 loader accepts it); an empty graph is an empty file.
+        data = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+        try:
+            mode = stat.S_IMODE(os.stat(self._path).st_mode)
+        except FileNotFoundError:
+            mode = 0o600
+        fd, temp_name = tempfile.mkstemp(prefix=f".{self._path.name}.", suffix=".tmp", dir=self._path.parent)
+        try:
+            with os.fdopen(fd, "wb") as temp:
+                # The rename replaces the inode, so the mode must be carried over by hand.
+                os.fchmod(temp.fileno(), mode)
+                temp.write(data)
+                temp.flush()
+                os.fsync(temp.fileno())
+            os.replace(temp_name, self._path)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(temp_name)
+            raise
+        _fsync_directory(self._path.parent)
+        self._token = os.urandom(_TOKEN_SIZE)
+        os.pwrite(self._lock_fd, self._token, 0)
+        self._stamp = _stamp_of(os.stat(self._path))
+
+    # -- transactions -----------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, writing: bool) -> Iterator[None]:
+        with self._mutex:
+            if self._closed:
+                raise StorageError(f"The memory file {self.location} is closed; nothing was changed.")
+            if self._depth:
+                if writing and not self._writing:
+                    raise RuntimeError("write() cannot start inside read(); open the write first.")
+                # Already inside a transaction on this store: join it.
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            with map_backend_errors():
+                self._flock(fcntl.LOCK_EX if writing else fcntl.LOCK_SH)
+            try:
+                self._depth, self._writing = 1, writing
+                with map_backend_errors():
+                    self._refresh()
+                self._clear_journal()
+                try:
+                    with map_backend_errors():
+                        yield
+                except BaseException:
+                    self._rollback()
+                    raise
+                if writing and self._changed():
+                    try:
+                        with map_backend_errors():
+                            self._save()
+                    except BaseException:
+                        self._rollback()
+                        # The save may have got as far as replacing the file (and failed
+                        # on the folder's fsync, say): believe the disk, not the cache.
+                        self._loaded = False
+                        raise
+                self._clear_journal()
+                if self._dead_head + self._dead_relations > _COMPACT_AFTER and (
+                    self._dead_head * 2 > len(self._head) or self._dead_relations * 2 > len(self._relations)
+                ):
+                    self._compact()
+            finally:
+                self._depth, self._writing = 0, False
+                with map_backend_errors():
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _changed(self) -> bool:
+        return bool(self._head_journal or self._relation_journal) or (
+            (len(self._head), len(self._relations)) != self._mark[:2]
+        )
+
+    def write(self) -> AbstractContextManager[None]:
+        return self._transaction(writing=True)
+
+    def read(self) -> AbstractContextManager[None]:
+        return self._transaction(writing=False)
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._closed:
+                return
+            self._closed = True
+            self._loaded = False
+            self._reset()
+            with map_backend_errors():
+                os.close(self._lock_fd)
+
+    # -- reads ------------------------------------------------------------------
+
+    def existing_names(self, names: Sequence[str]) -> set[str]:
+        return {name for name in names if self._first_entity(name) is not None}
+
+    def get_entities(self, names: Sequence[str]) -> list[Entity]:
+        positions = sorted({p for name in set(names) for p in self._entity_positions(name)})
+        return [row.value for p in positions if (row := self._head[p]) is not None and isinstance(row.value, Entity)]
+
+    def iter_entities(self) -> Iterator[Entity]:
+        for row in self._head:
+            if row is not None and isinstance(row.value, Entity):
+                yield row.value
+
+    def iter_relations(self) -> Iterator[Relation]:
+        for row in self._relations:
+            if row is not None:
+                yield row.value
+
+    def relations_touching(self, names: Sequence[str]) -> list[Relation]:
+        positions = {p for name in set(names) for p in self._by_endpoint.get(name, ())}
+        return [row.value for p in sorted(positions) if (row := self._relations[p]) is not None]
+
+    def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        return {key for key in keys if self._live_relations(self._by_key.get(key, ()))}
+
+    def observations_of(self, name: str) -> list[str] | None:
+        found = self._first_entity(name)
+        return None if found is None else list(found[1].observations)
+
+    def find_text(self, needle: str) -> dict[str, FieldHits]:
+        hits: dict[str, FieldHits] = {}
+        for position, row in enumerate(self._head):
+            if row is None or not isinstance(row.value, Entity):
+                continue
+            if row.folded is None:
+                row.folded = _fold(row.value)
+            if needle not in row.folded:
+                continue
+            entity = row.value
+            in_name = needle in entity.name.lower()
+            in_type = needle in entity.entity_type.lower()
+            count = sum(needle in observation.lower() for observation in entity.observations)
+            if not (in_name or in_type or count):
+                continue
+            order = position
+            previous = hits.get(entity.name)
+            if previous is not None:
+                # Entities sharing a name (kept from a file) answer as one, at the first's place.
+                in_type = in_type or previous.in_type
+                count += previous.observation_hits
+                order = previous.order
+            hits[entity.name] = FieldHits(in_name, in_type, count, order)
+        return hits
+
+    def counts(self) -> StoreCounts:
+        entities = observations = 0
+        for entity in self.iter_entities():
+            entities += 1
+            observations += len(entity.observations)
+        return StoreCounts(entities, len(self._relations) - self._dead_relations, observations)
+
+    # -- writes -----------------------------------------------------------------
+
+    def _check_writing(self) -> None:
+        if not self._writing:
+            raise RuntimeError("JsonlStore changes must happen inside write().")
+
+    def insert_entities(self, entities: Sequence[Entity]) -> None:
+        self._check_writing()
+        for entity in entities:
+            self._add_head(_HeadRow(entity))
+
+    def insert_relations(self, relations: Sequence[Relation]) -> None:
+        self._check_writing()
+        for relation in relations:
+            self._add_relation(_RelationRow(relation))
+
+    def append_observations(self, name: str, contents: Sequence[str]) -> None:
+        self._check_writing()
+        found = self._first_entity(name)
+        if found is None or not contents:
+            return
+        position, entity = found
+        grown = Entity(entity.name, entity.entity_type, entity.observations + tuple(contents), entity.extra)
+        self._set_head(position, _HeadRow(grown))
+
+    def delete_entities(self, names: Sequence[str]) -> int:
+        self._check_writing()
+        deleted = 0
+        for name in dict.fromkeys(names):
+            positions = self._entity_positions(name)
+            for position in positions:
+                self._set_head(position, None)
+            deleted += bool(positions)
+            # Relations go even when the entity never existed: the official server
+            # deletes dangling relations by name too.
+            for position in self._live_relations(self._by_endpoint.get(name, ())):
+                self._delete_relation(position)
+        return deleted
+
+    def remove_observations(self, name: str, contents: Sequence[str]) -> int:
+        self._check_writing()
+        found = self._first_entity(name)
+        if found is None:
+            return 0
+        position, entity = found
+        present = set(contents).intersection(entity.observations)
+        if present:
+            kept = tuple(o for o in entity.observations if o not in present)
+            self._set_head(position, _HeadRow(Entity(entity.name, entity.entity_type, kept, entity.extra)))
+        return len(present)
+
+    def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
+        self._check_writing()
+        deleted = 0
+        for key in dict.fromkeys(keys):
+            positions = self._live_relations(self._by_key.get(key, ()))
+            for position in positions:
+                self._delete_relation(position)
+            deleted += bool(positions)
+        return deleted

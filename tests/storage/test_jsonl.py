@@ -1,0 +1,686 @@
+"""JsonlStore specifics: the official file's bytes, lines it does not understand, safety
+on disk and between processes, and round trips (hypothesis)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphmem.errors import StorageError
+from graphmem.graph import KnowledgeGraph
+from graphmem.models import Entity, ObservationAddition, Relation
+from graphmem.storage.jsonl import JsonlStore
+from graphmem.storage.jsonl_format import decode_line, encode_graph
+from graphmem.storage.sqlite import SQLiteStore
+
+LEGACY_MESSAGES = (
+    "DETECTED: Found legacy memory.json file, migrating to memory.jsonl for JSONL format compatibility\n"
+    "COMPLETED: Successfully migrated memory.json to memory.jsonl\n"
+)
+
+
+def _graph(path: Path) -> KnowledgeGraph:
+    return KnowledgeGraph(JsonlStore(path))
+
+
+def _close(graph: KnowledgeGraph) -> None:
+    graph.store.close()
+
+
+# -- the official bytes ------------------------------------------------------------
+
+
+def test_one_entity_is_written_as_the_upstream_smoke_test_expects(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    graph = _graph(path)
+    graph.create_entities([Entity("Alice", "person")])
+    assert path.read_bytes() == b'{"type":"entity","name":"Alice","entityType":"person","observations":[]}\n'
+    _close(graph)
+
+
+def test_the_file_holds_every_entity_then_every_relation_byte_for_byte(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    graph = _graph(path)
+    graph.create_entities([Entity("Alice", "person", ("likes tea", "café ☕", "line\u2028sep", 'says "hi"\n'))])
+    graph.create_relations([Relation("Alice", "Bob", "knows")])
+    graph.create_entities([Entity("Bob", "person")])
+    # JSON.stringify keeps non-ASCII and U+2028 raw, escapes quotes and newlines.
+    expected = (
+        '{"type":"entity","name":"Alice","entityType":"person","observations":'
+        '["likes tea","café ☕","line\u2028sep","says \\"hi\\"\\n"]}\n'
+        '{"type":"entity","name":"Bob","entityType":"person","observations":[]}\n'
+        '{"type":"relation","from":"Alice","to":"Bob","relationType":"knows"}\n'
+    )
+    assert path.read_bytes() == expected.encode("utf-8")
+    _close(graph)
+
+
+def test_deleting_everything_leaves_an_empty_file(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    graph = _graph(path)
+    graph.create_entities([Entity("A", "t")])
+    graph.create_relations([Relation("A", "A", "self")])
+    graph.delete_entities(["A"])
+    assert path.read_bytes() == b""
+    _close(graph)
+
+
+def test_a_file_in_the_released_layout_without_trailing_newline_loads_and_gains_one(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    path.write_bytes(
+        b'{"type":"entity","name":"A","entityType":"t","observations":["x"]}\n'
+        b'{"type":"relation","from":"A","to":"B","relationType":"r"}'
+    )
+    graph = _graph(path)
+    graph.create_entities([Entity("B", "t")])
+    assert path.read_bytes() == (
+        b'{"type":"entity","name":"A","entityType":"t","observations":["x"]}\n'
+        b'{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
+        b'{"type":"relation","from":"A","to":"B","relationType":"r"}\n'
+    )
+    _close(graph)
+
+
+def test_a_write_that_changes_nothing_does_not_touch_the_file(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    graph = _graph(path)
+    graph.create_entities([Entity("A", "t")])
+    before = path.stat()
+    graph.create_entities([Entity("A", "t")])
+    graph.delete_entities(["Nobody"])
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    _close(graph)
+
+
+# -- lines from other writers ----------------------------------------------------------
+
+FORK_FILE = (
+    '{"type":"_aim","source":"mcp-knowledge-graph"}\n'
+    '{"type":"entity","name":"A","entityType":"t","observations":["x"],"createdAt":"2025-01-01T00:00:00.000Z","version":1}\n'
+    '{"type":"observation","id":"obs-1","entityName":"A","content":"[S:Active] y"}\n'
+    '{"type":"entity","name":"B","entityType":"t","observations":[],"aliases":["Bee"]}\n'
+    '{"type":"relation","from":"A","to":"B","relationType":"r","createdAt":"2025-01-02T00:00:00.000Z","version":1}\n'
+)
+
+
+def test_extra_keys_and_lines_of_other_types_survive_a_rewrite(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    path.write_text(FORK_FILE, encoding="utf-8")
+    graph = _graph(path)
+    graph.create_entities([Entity("C", "t")])
+    lines = FORK_FILE.splitlines(keepends=True)
+    new_line = '{"type":"entity","name":"C","entityType":"t","observations":[]}\n'
+    assert path.read_text(encoding="utf-8") == "".join([*lines[:4], new_line, lines[4]])
+    assert graph.read_graph().entities[0].extra == {"createdAt": "2025-01-01T00:00:00.000Z", "version": 1}
+    _close(graph)
+
+
+def test_changing_an_entity_keeps_its_extra_keys(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    path.write_text(FORK_FILE, encoding="utf-8")
+    graph = _graph(path)
+    graph.add_observations([ObservationAddition("A", ("z",))])
+    assert path.read_text(encoding="utf-8").splitlines()[1] == (
+        '{"type":"entity","name":"A","entityType":"t","observations":["x","z"],'
+        '"createdAt":"2025-01-01T00:00:00.000Z","version":1}'
+    )
+    _close(graph)
+
+
+def test_lines_are_rewritten_in_official_key_order_with_extras_last(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    path.write_text(
+        '{"name": "A", "createdAt": "2025", "observations": [], "type": "entity", "entityType": "t"}\n',
+        encoding="utf-8",
+    )
+    graph = _graph(path)
+    graph.create_entities([Entity("B", "t")])
+    assert path.read_text(encoding="utf-8").splitlines()[0] == (
+        '{"type":"entity","name":"A","entityType":"t","observations":[],"createdAt":"2025"}'
+    )
+    _close(graph)
+
+
+def test_lines_found_among_relations_move_before_them_and_entities_before_relations(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    path.write_text(
+        '{"type":"relation","from":"A","to":"B","relationType":"r"}\n'
+        '{"type":"_aim","source":"x"}\n'
+        '{"type":"entity","name":"A","entityType":"t","observations":[]}\n',
+        encoding="utf-8",
+    )
+    graph = _graph(path)
+    graph.create_entities([Entity("B", "t")])
+    assert path.read_text(encoding="utf-8") == (
+        '{"type":"_aim","source":"x"}\n'
+        '{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
+        '{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
+        '{"type":"relation","from":"A","to":"B","relationType":"r"}\n'
+    )
+    _close(graph)
+
+
+def test_duplicate_names_in_a_file_are_all_kept_and_point_operations_use_the_first(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    path.write_text(
+        '{"type":"entity","name":"A","entityType":"first","observations":["x"]}\n'
+        '{"type":"entity","name":"A","entityType":"second","observations":["y"]}\n'
+        '{"type":"relation","from":"A","to":"B","relationType":"r"}\n',
+        encoding="utf-8",
+    )
+    graph = _graph(path)
+    assert [entity.entity_type for entity in graph.read_graph().entities] == ["first", "second"]
+    assert [entity.entity_type for entity in graph.open_nodes(["A"]).entities] == ["first", "second"]
+    assert graph.counts().entities == 2
+    graph.add_observations([ObservationAddition("A", ("y",))])  # the first A lacks "y"
+    assert path.read_text(encoding="utf-8").splitlines()[:2] == [
+        '{"type":"entity","name":"A","entityType":"first","observations":["x","y"]}',
+        '{"type":"entity","name":"A","entityType":"second","observations":["y"]}',
+    ]
+    with graph.store.read():
+        assert graph.store.find_text("y")["A"].observation_hits == 2
+    assert graph.delete_entities(["A"]).deleted == 1
+    assert path.read_bytes() == b""
+    _close(graph)
+
+
+def test_duplicate_relation_lines_are_kept_and_deleted_together(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    line = '{"type":"relation","from":"A","to":"B","relationType":"r"}\n'
+    path.write_text(line * 2, encoding="utf-8")
+    graph = _graph(path)
+    assert len(graph.read_graph().relations) == 2
+    assert graph.delete_relations([Relation("A", "B", "r")]).deleted == 1
+    assert path.read_bytes() == b""
+    _close(graph)
+
+
+def test_lone_surrogate_escapes_are_written_back_as_javascript_writes_them(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    original = '{"type":"entity","name":"broken \\ud800 text","entityType":"t","observations":[]}\n'
+    path.write_text(original, encoding="utf-8")
+    graph = _graph(path)
+    graph.create_entities([Entity("B", "t")])
+    assert path.read_text(encoding="utf-8").splitlines(keepends=True)[0] == original
+    _close(graph)
+
+
+def test_a_byte_order_mark_and_crlf_line_ends_are_read(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    path.write_bytes(
+        b'\xef\xbb\xbf{"type":"entity","name":"A","entityType":"t","observations":[]}\r\n'
+        b'{"type":"entity","name":"B","entityType":"t","observations":[]}\r\n\r\n'
+    )
+    graph = _graph(path)
+    assert [entity.name for entity in graph.read_graph().entities] == ["A", "B"]
+    _close(graph)
+
+
+# -- lines that cannot be read -------------------------------------------------------
+
+BAD_FILE = (
+    b'{"type":"entity","name":"A","entityType":"t","observations":["x"]}\n'
+    b"{not json\n"
+    b'{"type":"entity","entityType":"t","observations":[]}\n'
+    b'{"type":"relation","from":"A","to":5,"relationType":"r"}\n'
+    b'{"type":"entity","name":"N","entityType":"t","observations":[],"score":NaN}\n'
+    b'\xff{"type":"entity","name":"U","entityType":"t","observations":[]}\n'
+    b'{"type":"relation","from":"A","to":"B","relationType":"r"}\n'
+)
+
+
+def test_unreadable_lines_are_skipped_with_a_warning_naming_file_and_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    path = tmp_path / "memory.jsonl"
+    path.write_bytes(BAD_FILE)
+    caplog.set_level(logging.WARNING, logger="graphmem.storage.jsonl")
+    graph = _graph(path)
+    result = graph.read_graph()
+    assert [entity.name for entity in result.entities] == ["A"]
+    assert result.relations == (Relation("A", "B", "r"),)
+    warned = [record.getMessage() for record in caplog.records]
+    assert len(warned) == 5
+    assert all(f"{path} line {n} is skipped" in message for n, message in zip([2, 3, 4, 5, 6], warned, strict=True))
+    # Reading alone neither changes the file nor copies it.
+    assert path.read_bytes() == BAD_FILE
+    assert list(tmp_path.glob("*.bak-*")) == []
+    _close(graph)
+
+
+def test_the_first_rewrite_backs_up_the_original_file_once(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    path = tmp_path / "memory.jsonl"
+    path.write_bytes(BAD_FILE)
+    caplog.set_level(logging.WARNING, logger="graphmem.storage.jsonl")
+    graph = _graph(path)
+    graph.create_entities([Entity("C", "t")])
+    (backup,) = tmp_path.glob("memory.jsonl.bak-*")
+    assert backup.read_bytes() == BAD_FILE
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+    assert any(str(backup) in record.getMessage() for record in caplog.records)
+    assert path.read_text(encoding="utf-8") == (
+        '{"type":"entity","name":"A","entityType":"t","observations":["x"]}\n'
+        '{"type":"entity","name":"C","entityType":"t","observations":[]}\n'
+        '{"type":"relation","from":"A","to":"B","relationType":"r"}\n'
+    )
+    graph.create_entities([Entity("D", "t")])
+    _close(graph)
+    _close(_graph(path))
+    assert len(list(tmp_path.glob("memory.jsonl.bak-*"))) == 1
+
+
+@pytest.mark.slow
+def test_the_warning_reaches_stderr_without_any_logging_setup(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    path.write_bytes(BAD_FILE)
+    script = (
+        "import sys\nfrom graphmem.storage.jsonl import JsonlStore\n"
+        "store = JsonlStore(sys.argv[1])\nwith store.read(): pass\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"{path} line 2 is skipped" in done.stderr
+    assert done.stdout == ""
+
+
+# -- the file on disk ------------------------------------------------------------------
+
+
+def test_a_new_file_and_its_lock_are_readable_by_the_owner_only(tmp_path: Path):
+    path = tmp_path / "a" / "b" / "memory.jsonl"  # missing folders are created
+    graph = _graph(path)
+    graph.create_entities([Entity("A", "t")])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "a" / "b" / "memory.jsonl.lock").stat().st_mode) == 0o600
+    _close(graph)
+
+
+def test_an_existing_file_keeps_its_mode_across_rewrites(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    path.write_text("", encoding="utf-8")
+    path.chmod(0o640)
+    graph = _graph(path)
+    graph.create_entities([Entity("A", "t")])
+    graph.create_entities([Entity("B", "t")])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    _close(graph)
+
+
+def test_writes_replace_the_file_and_leave_no_temp_files(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    graph = _graph(path)
+    graph.create_entities([Entity("A", "t")])
+    inode = path.stat().st_ino
+    graph.create_entities([Entity("B", "t")])
+    assert path.stat().st_ino != inode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.jsonl", "memory.jsonl.lock"]
+    _close(graph)
+
+
+def test_a_symlinked_memory_file_is_written_through_the_link(tmp_path: Path):
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "memory.jsonl"
+    link = tmp_path / "memory.jsonl"
+    link.symlink_to(target)
+    graph = _graph(link)
+    graph.create_entities([Entity("A", "t")])
+    assert link.is_symlink()
+    assert b'"name":"A"' in target.read_bytes()
+    _close(graph)
+
+
+def test_a_save_that_fails_rolls_back_memory_and_leaves_the_file(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    graph = _graph(path)
+    graph.create_entities([Entity("A", "t")])
+    before = path.read_bytes()
+    store = graph.store
+    with pytest.raises(ValueError), store.write():
+        # NaN has no JSON form: the failure comes from inside the save, after the block.
+        store.insert_entities([Entity("Bad", "t", (), {"score": float("nan")})])
+    assert path.read_bytes() == before
+    assert [entity.name for entity in graph.read_graph().entities] == ["A"]
+    graph.create_entities([Entity("B", "t")])
+    assert [entity.name for entity in graph.read_graph().entities] == ["A", "B"]
+    _close(graph)
+
+
+def test_file_system_errors_become_storage_errors(tmp_path: Path):
+    (tmp_path / "plain").write_text("", encoding="utf-8")
+    with pytest.raises(StorageError):
+        JsonlStore(tmp_path / "plain" / "memory.jsonl")
+    path = tmp_path / "memory.jsonl"
+    graph = _graph(path)
+    path.mkdir()  # something replaced the file with a folder
+    with pytest.raises(StorageError, match="could not be accessed"):
+        graph.read_graph()
+    _close(graph)
+
+
+def test_a_closed_store_refuses_work(tmp_path: Path):
+    graph = _graph(tmp_path / "memory.jsonl")
+    _close(graph)
+    _close(graph)  # closing twice is harmless
+    with pytest.raises(StorageError, match="closed"):
+        graph.read_graph()
+
+
+def test_many_deletions_compact_the_memory_and_keep_everything_consistent(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    graph = _graph(path)
+    graph.import_graph(
+        [Entity(f"e{i}", "t", (f"o{i}",)) for i in range(3000)],
+        [Relation(f"e{i}", f"e{i + 1}", "next") for i in range(2999)],
+    )
+    store = graph.store
+    assert isinstance(store, JsonlStore)
+    with store.write():
+        assert store.delete_entities([f"e{i}" for i in range(2500)]) == 2500
+    assert len(store._head) == 500  # the holes are gone
+    graph.add_observations([ObservationAddition("e2600", ("more",))])
+    assert graph.open_nodes(["e2600"]).entities[0].observations == ("o2600", "more")
+    assert len(graph.open_nodes(["e2600"]).relations) == 2
+    with pytest.raises(KeyError), store.write():
+        store.delete_entities(["e2999"])
+        raise KeyError
+    assert graph.read_graph() == _graph(path).read_graph()
+    assert graph.counts().entities == 500
+    _close(graph)
+
+
+# -- the official server's legacy migration ------------------------------------------------
+
+
+def test_a_legacy_memory_json_is_renamed_with_the_official_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    legacy = tmp_path / "memory.json"
+    legacy.write_text('{"type":"entity","name":"A","entityType":"t","observations":[]}', encoding="utf-8")
+    graph = _graph(tmp_path / "memory.jsonl")
+    assert capsys.readouterr().err == LEGACY_MESSAGES
+    assert not legacy.exists()
+    assert [entity.name for entity in graph.read_graph().entities] == ["A"]
+    _close(graph)
+
+
+def test_when_both_files_exist_the_jsonl_one_is_used_silently(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    (tmp_path / "memory.json").write_text(
+        '{"type":"entity","name":"Old","entityType":"t","observations":[]}', encoding="utf-8"
+    )
+    (tmp_path / "memory.jsonl").write_text(
+        '{"type":"entity","name":"New","entityType":"t","observations":[]}', encoding="utf-8"
+    )
+    graph = _graph(tmp_path / "memory.jsonl")
+    assert [entity.name for entity in graph.read_graph().entities] == ["New"]
+    assert capsys.readouterr().err == ""
+    assert (tmp_path / "memory.json").exists()
+    _close(graph)
+
+
+def test_a_json_path_is_itself_a_jsonl_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    path = tmp_path / "memory.json"
+    path.write_text('{"type":"entity","name":"A","entityType":"t","observations":[]}', encoding="utf-8")
+    graph = _graph(path)
+    graph.create_entities([Entity("B", "t")])
+    assert [entity.name for entity in graph.read_graph().entities] == ["A", "B"]
+    assert path.read_text(encoding="utf-8").count("\n") == 2
+    assert capsys.readouterr().err == ""
+    assert not (tmp_path / "memory.jsonl").exists()
+    _close(graph)
+
+
+# -- sharing the file ---------------------------------------------------------------------------
+
+
+def test_two_stores_on_one_file_see_each_others_writes(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    first, second = _graph(path), _graph(path)
+    assert first.read_graph().entities == ()
+    assert second.read_graph().entities == ()
+    first.create_entities([Entity("A", "t", ("a",))])
+    assert [entity.name for entity in second.read_graph().entities] == ["A"]
+    second.create_entities([Entity("B", "t")])
+    first.create_entities([Entity("C", "t")])  # must not lose B
+    assert [entity.name for entity in second.read_graph().entities] == ["A", "B", "C"]
+    _close(first)
+    _close(second)
+
+
+def test_a_same_size_change_by_another_store_is_seen(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    first, second = _graph(path), _graph(path)
+    first.create_entities([Entity("A", "t", ("a",))])
+    assert second.read_graph().entities[0].observations == ("a",)
+    with first.store.write():
+        first.store.remove_observations("A", ["a"])
+        first.store.append_observations("A", ["b"])
+    assert second.read_graph().entities[0].observations == ("b",)
+    _close(first)
+    _close(second)
+
+
+def test_a_change_by_a_writer_without_the_lock_is_seen(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    graph = _graph(path)
+    graph.create_entities([Entity("A", "t")])
+    # The official server writes a temp file and renames it, taking no lock.
+    temp = tmp_path / "memory.jsonl.0123.tmp"
+    temp.write_text('{"type":"entity","name":"Z","entityType":"t","observations":[]}', encoding="utf-8")
+    os.replace(temp, path)
+    assert [entity.name for entity in graph.read_graph().entities] == ["Z"]
+    _close(graph)
+
+
+_WORKER = """
+import sys
+from graphmem.graph import KnowledgeGraph
+from graphmem.models import Entity, ObservationAddition
+from graphmem.storage.jsonl import JsonlStore
+
+path, worker = sys.argv[1], sys.argv[2]
+graph = KnowledgeGraph(JsonlStore(path))
+for i in range(50):
+    graph.create_entities([Entity(f"w{worker}-{i}", "t")])
+    graph.add_observations([ObservationAddition("hub", (f"w{worker}-{i}",))])
+"""
+
+
+@pytest.mark.slow
+def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    graph = _graph(path)
+    graph.create_entities([Entity("hub", "t")])
+    workers = [
+        subprocess.Popen([sys.executable, "-c", _WORKER, str(path), str(n)], stderr=subprocess.PIPE, text=True)
+        for n in range(4)
+    ]
+    for worker in workers:
+        _, errors = worker.communicate(timeout=120)
+        assert worker.returncode == 0, errors
+    result = graph.read_graph()
+    assert len(result.entities) == 1 + 4 * 50
+    assert len(result.entities[0].observations) == 4 * 50
+    _close(graph)
+
+
+# -- round trips (hypothesis) ------------------------------------------------------------------
+
+_CHARS = st.one_of(
+    st.characters(exclude_categories=["Cs"]),
+    st.sampled_from(["\u2028", "\u2029", "\x00", "\n", "\r", '"', "\\", "é", "😀", "İ", "\ufeff"]),
+)
+_TEXT = st.text(_CHARS, max_size=8)
+_JSON: st.SearchStrategy[Any] = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _TEXT,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(_TEXT, children, max_size=3),
+    max_leaves=6,
+)
+_ENTITY_LINE = st.builds(
+    lambda name, entity_type, observations, extra: {
+        "type": "entity",
+        "name": name,
+        "entityType": entity_type,
+        "observations": observations,
+        **extra,
+    },
+    _TEXT,
+    _TEXT,
+    st.lists(_TEXT, max_size=3),
+    st.dictionaries(
+        _TEXT.filter(lambda key: key not in ("type", "name", "entityType", "observations")), _JSON, max_size=2
+    ),
+)
+_RELATION_LINE = st.builds(
+    lambda from_, to, relation_type, extra: {
+        "type": "relation",
+        "from": from_,
+        "to": to,
+        "relationType": relation_type,
+        **extra,
+    },
+    _TEXT,
+    _TEXT,
+    _TEXT,
+    st.dictionaries(_TEXT.filter(lambda key: key not in ("type", "from", "to", "relationType")), _JSON, max_size=2),
+)
+_OTHER_LINE = st.builds(
+    lambda kind, payload: {"type": kind, "payload": payload}, st.sampled_from(["_aim", "observation"]), _JSON
+)
+
+
+def _official(records: list[dict[str, Any]]) -> bytes:
+    """The file as JSON.stringify writes it (the reference doc verified these bytes)."""
+    return "".join(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n" for record in records).encode()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    head=st.lists(st.one_of(_ENTITY_LINE, _ENTITY_LINE, _OTHER_LINE), max_size=6),
+    relations=st.lists(_RELATION_LINE, max_size=6),
+)
+def test_any_file_loaded_and_written_again_is_identical(head: list[dict[str, Any]], relations: list[dict[str, Any]]):
+    original = _official(head + relations)
+    names = {str(record.get(key)) for record in head + relations for key in ("name", "from", "to")}
+    probe = next(f"probe-{n}" for n in range(len(names) + 1) if f"probe-{n}" not in names)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "memory.jsonl"
+        path.write_bytes(original)
+        store = JsonlStore(path)
+        with store.write():  # a change and its undo, so the file is rewritten from memory
+            store.insert_entities([Entity(probe, "t")])
+            store.delete_entities([probe])
+        store.close()
+        assert path.read_bytes() == original
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    entities=st.lists(_ENTITY_LINE, max_size=6, unique_by=lambda record: record["name"]).map(
+        lambda records: [{**record, "observations": list(dict.fromkeys(record["observations"]))} for record in records]
+    ),
+    relations=st.lists(
+        _RELATION_LINE, max_size=6, unique_by=lambda record: (record["from"], record["to"], record["relationType"])
+    ),
+)
+def test_a_file_imported_into_sqlite_exports_the_same_bytes(
+    entities: list[dict[str, Any]], relations: list[dict[str, Any]]
+):
+    original = _official(entities + relations)
+    records = [decode_line(line, number) for number, line in enumerate(original.decode().split("\n"), start=1)]
+    store = SQLiteStore(":memory:")
+    KnowledgeGraph(store).import_graph(
+        [record.entity for record in records if record is not None and hasattr(record, "entity")],
+        [record.relation for record in records if record is not None and hasattr(record, "relation")],
+    )
+    with store.read():
+        exported = "".join(encode_graph(store.iter_entities(), store.iter_relations())).encode()
+    store.close()
+    assert exported == original
+
+
+_NAMES = st.sampled_from(["a", "b", "c"])
+_OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("insert_entity"), _NAMES, st.lists(st.sampled_from("xyz"), max_size=2)),
+        st.tuples(st.just("insert_relation"), _NAMES, _NAMES),
+        st.tuples(st.just("append"), _NAMES, st.lists(st.sampled_from("xyz"), min_size=1, max_size=2)),
+        st.tuples(st.just("remove"), _NAMES, st.lists(st.sampled_from("xyz"), max_size=2)),
+        st.tuples(st.just("delete_entities"), st.lists(_NAMES, max_size=2)),
+        st.tuples(st.just("delete_relation"), _NAMES, _NAMES),
+    ),
+    max_size=12,
+)
+
+
+def _apply(store: JsonlStore, operation: tuple[Any, ...]) -> None:
+    match operation:
+        case ("insert_entity", name, observations):
+            store.insert_entities([Entity(name, "t", tuple(observations))])
+        case ("insert_relation", from_, to):
+            store.insert_relations([Relation(from_, to, "r")])
+        case ("append", name, contents):
+            store.append_observations(name, contents)
+        case ("remove", name, contents):
+            store.remove_observations(name, contents)
+        case ("delete_entities", names):
+            store.delete_entities(names)
+        case ("delete_relation", from_, to):
+            store.delete_relations([(from_, to, "r")])
+
+
+def _everything(store: JsonlStore) -> object:
+    """What every query answers, so indexes that drift from the rows would show."""
+    names = ["a", "b", "c"]
+    with store.read():
+        hits = store.find_text("x")
+        return (
+            list(store.iter_entities()),
+            list(store.iter_relations()),
+            store.existing_names(names),
+            store.get_entities(names),
+            [store.observations_of(name) for name in names],
+            [store.relations_touching([name]) for name in names],
+            store.existing_relations([(f, t, "r") for f in names for t in names]),
+            store.counts(),
+            # `order` is any increasing number, so only the order it gives is compared.
+            [
+                (name, h.in_name, h.in_type, h.observation_hits)
+                for name, h in sorted(hits.items(), key=lambda i: i[1].order)
+            ],
+        )
+
+
+@settings(max_examples=80, deadline=None)
+@given(first=_OPERATIONS, second=_OPERATIONS, fail=st.booleans())
+def test_memory_always_matches_the_file_after_commits_and_rollbacks(
+    first: list[tuple[Any, ...]], second: list[tuple[Any, ...]], fail: bool
+):
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "memory.jsonl"
+        store = JsonlStore(path)
+        with store.write():
+            for operation in first:
+                _apply(store, operation)
+        before = _everything(store)
+        try:
+            with store.write():
+                for operation in second:
+                    _apply(store, operation)
+                if fail:
+                    raise RuntimeError("abort")
+        except RuntimeError:
+            assert _everything(store) == before
+        fresh = JsonlStore(path)
+        assert _everything(store) == _everything(fresh)
+        store.close()
+        fresh.close()

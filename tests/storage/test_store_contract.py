@@ -1,0 +1,398 @@
+"""The `Store` contract: the same behaviour tests, run against every backend.
+
+Each backend keeps a real file in a temporary folder; `reopen` opens a second store on
+the same file, which shows what reached the disk.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from graphmem.errors import EntityNotFoundError
+from graphmem.graph import KnowledgeGraph
+from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.storage.base import Store, StoreCounts
+from graphmem.storage.jsonl import JsonlStore
+from graphmem.storage.sqlite import SQLiteStore
+
+BACKENDS: dict[str, Callable[[Path], Store]] = {
+    "sqlite": lambda folder: SQLiteStore(folder / "m.db"),
+    "jsonl": lambda folder: JsonlStore(folder / "m.jsonl"),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def open_backend(request: pytest.FixtureRequest) -> Callable[[Path], Store]:
+    return BACKENDS[request.param]
+
+
+@pytest.fixture
+def reopen(open_backend: Callable[[Path], Store], tmp_path: Path) -> Iterator[Callable[[], Store]]:
+    opened: list[Store] = []
+
+    def _open() -> Store:
+        opened.append(open_backend(tmp_path))
+        return opened[-1]
+
+    yield _open
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(reopen: Callable[[], Store]) -> Store:
+    return reopen()
+
+
+@pytest.fixture
+def graph(store: Store) -> KnowledgeGraph:
+    return KnowledgeGraph(store)
+
+
+def _snapshot(store: Store) -> tuple[list[Entity], list[Relation]]:
+    with store.read():
+        return list(store.iter_entities()), list(store.iter_relations())
+
+
+def _fill(store: Store) -> None:
+    with store.write():
+        store.insert_entities(
+            [Entity("Alice", "person", ("likes tea", "lives in Oslo")), Entity("Bob", "person"), Entity("Acme", "org")]
+        )
+        store.insert_relations(
+            [Relation("Alice", "Acme", "works_at"), Relation("Bob", "Alice", "knows"), Relation("Zed", "Bob", "knows")]
+        )
+
+
+# -- reads ---------------------------------------------------------------------
+
+
+def test_entities_and_relations_come_back_in_creation_order(store: Store):
+    with store.write():
+        store.insert_entities([Entity("b", "t"), Entity("a", "t")])
+        store.insert_relations([Relation("b", "a", "r2"), Relation("a", "b", "r1")])
+    with store.write():
+        store.insert_entities([Entity("c", "t")])
+    entities, relations = _snapshot(store)
+    assert [entity.name for entity in entities] == ["b", "a", "c"]
+    assert [relation.relation_type for relation in relations] == ["r2", "r1"]
+
+
+def test_existing_names_is_the_subset_that_exists(store: Store):
+    _fill(store)
+    with store.read():
+        assert store.existing_names(["Alice", "Nobody", "Acme", "alice"]) == {"Alice", "Acme"}
+        assert store.existing_names([]) == set()
+
+
+def test_get_entities_returns_known_names_in_creation_order_whatever_the_request_order(store: Store):
+    _fill(store)
+    with store.read():
+        found = store.get_entities(["Acme", "Nobody", "Alice", "Acme"])
+    assert found == [Entity("Alice", "person", ("likes tea", "lives in Oslo")), Entity("Acme", "org")]
+
+
+def test_relations_touching_match_either_endpoint_including_dangling_ones(store: Store):
+    _fill(store)
+    with store.read():
+        touching_bob = store.relations_touching(["Bob"])
+        touching_zed = store.relations_touching(["Zed"])
+        assert store.relations_touching(["Nobody"]) == []
+    assert touching_bob == [Relation("Bob", "Alice", "knows"), Relation("Zed", "Bob", "knows")]
+    assert touching_zed == [Relation("Zed", "Bob", "knows")]
+
+
+def test_a_self_relation_is_returned_once(store: Store):
+    with store.write():
+        store.insert_relations([Relation("A", "A", "likes")])
+    with store.read():
+        assert store.relations_touching(["A"]) == [Relation("A", "A", "likes")]
+
+
+def test_existing_relations_compares_whole_keys(store: Store):
+    _fill(store)
+    with store.read():
+        found = store.existing_relations(
+            [("Alice", "Acme", "works_at"), ("Acme", "Alice", "works_at"), ("Alice", "Acme", "owns")]
+        )
+    assert found == {("Alice", "Acme", "works_at")}
+
+
+def test_observations_of_gives_the_list_or_none_for_a_missing_entity(store: Store):
+    _fill(store)
+    with store.read():
+        assert store.observations_of("Alice") == ["likes tea", "lives in Oslo"]
+        assert store.observations_of("Bob") == []
+        assert store.observations_of("Nobody") is None
+
+
+def test_counts_count_entities_relations_and_observations(store: Store):
+    _fill(store)
+    with store.read():
+        assert store.counts() == StoreCounts(entities=3, relations=3, observations=2)
+
+
+def test_find_text_reports_where_the_needle_occurs(store: Store):
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Teacher Tom", "person", ("drinks TEA", "plays chess", "tea at noon")),
+                Entity("Kettle", "teapot"),
+                Entity("Chess club", "org", ("meets weekly",)),
+            ]
+        )
+    with store.read():
+        hits = store.find_text("tea")
+    assert {name: (h.in_name, h.in_type, h.observation_hits) for name, h in hits.items()} == {
+        "Teacher Tom": (True, False, 2),
+        "Kettle": (False, True, 0),
+    }
+    assert hits["Teacher Tom"].order < hits["Kettle"].order
+
+
+def test_find_text_folds_case_like_python_lower_including_non_ascii(store: Store):
+    with store.write():
+        store.insert_entities([Entity("İstanbul", "city", ("STRASSE", "Straße")), Entity("ΣΟΦΙΑ", "name")])
+    with store.read():
+        assert set(store.find_text("i̇st")) == {"İstanbul"}  # "İ".lower() is "i" + combining dot
+        assert store.find_text("straße")["İstanbul"].observation_hits == 1  # no casefold: ß is not ss
+        assert set(store.find_text("σοφια")) == {"ΣΟΦΙΑ"}
+        assert store.find_text("x") == {}
+
+
+def test_find_text_with_an_empty_needle_matches_every_entity(store: Store):
+    _fill(store)
+    with store.read():
+        hits = store.find_text("")
+    assert set(hits) == {"Alice", "Bob", "Acme"}
+    assert hits["Alice"].observation_hits == 2
+
+
+_TEXT = st.text(alphabet=st.sampled_from("abcABC İßΣσς \"'*-:\u2028é"), max_size=8)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    entities=st.lists(
+        st.builds(Entity, _TEXT, _TEXT, st.lists(_TEXT, max_size=3, unique=True).map(tuple)),
+        max_size=5,
+        unique_by=lambda entity: entity.name,
+    ),
+    needle=_TEXT,
+)
+def test_find_text_agrees_with_a_plain_lowercase_substring_scan(
+    open_backend: Callable[[Path], Store], entities: list[Entity], needle: str
+):
+    needle = needle.lower()
+    with tempfile.TemporaryDirectory() as folder:
+        store = open_backend(Path(folder))
+        with store.write():
+            store.insert_entities(entities)
+        with store.read():
+            found = {name: (h.in_name, h.in_type, h.observation_hits) for name, h in store.find_text(needle).items()}
+        store.close()
+    expected = {}
+    for entity in entities:
+        in_name, in_type = needle in entity.name.lower(), needle in entity.entity_type.lower()
+        count = sum(needle in observation.lower() for observation in entity.observations)
+        if in_name or in_type or count:
+            expected[entity.name] = (in_name, in_type, count)
+    assert found == expected
+
+
+# -- writes --------------------------------------------------------------------
+
+
+def test_append_observations_adds_at_the_end_and_ignores_a_missing_entity(store: Store):
+    _fill(store)
+    with store.write():
+        store.append_observations("Alice", ["has a cat"])
+        store.append_observations("Nobody", ["lost"])
+    with store.read():
+        assert store.observations_of("Alice") == ["likes tea", "lives in Oslo", "has a cat"]
+        assert store.existing_names(["Nobody"]) == set()
+
+
+def test_delete_entities_removes_them_their_observations_and_every_touching_relation(store: Store):
+    _fill(store)
+    with store.write():
+        deleted = store.delete_entities(["Alice", "Zed", "Nobody"])
+    assert deleted == 1  # Zed only appears in a relation; it is not an entity
+    entities, relations = _snapshot(store)
+    assert [entity.name for entity in entities] == ["Bob", "Acme"]
+    assert relations == []
+    with store.read():
+        assert store.counts() == StoreCounts(entities=2, relations=0, observations=0)
+
+
+def test_remove_observations_counts_distinct_requested_texts_that_were_present(store: Store):
+    with store.write():
+        store.insert_entities([Entity("A", "t", ("x", "y", "z"))])
+    with store.write():
+        removed = store.remove_observations("A", ["x", "x", "z", "missing"])
+        assert store.remove_observations("Nobody", ["x"]) == 0
+    assert removed == 2
+    with store.read():
+        assert store.observations_of("A") == ["y"]
+
+
+def test_delete_relations_counts_the_keys_that_existed(store: Store):
+    _fill(store)
+    with store.write():
+        deleted = store.delete_relations([("Alice", "Acme", "works_at"), ("Acme", "Alice", "works_at")])
+    assert deleted == 1
+    _, relations = _snapshot(store)
+    assert [relation.key for relation in relations] == [("Bob", "Alice", "knows"), ("Zed", "Bob", "knows")]
+
+
+def test_a_deleted_entity_can_be_created_again_and_goes_last(store: Store):
+    _fill(store)
+    with store.write():
+        store.delete_entities(["Alice"])
+    with store.write():
+        store.insert_entities([Entity("Alice", "robot")])
+    entities, _ = _snapshot(store)
+    assert entities[-1] == Entity("Alice", "robot")
+    with store.read():
+        assert store.observations_of("Alice") == []
+
+
+def test_extra_keys_from_other_formats_are_kept(store: Store, reopen: Callable[[], Store]):
+    with store.write():
+        store.insert_entities([Entity("A", "t", (), {"createdAt": "2025-01-01T00:00:00Z", "version": 2})])
+        store.insert_relations([Relation("A", "B", "r", {"createdAt": "2025-01-02"})])
+    entities, relations = _snapshot(reopen())
+    assert entities[0].extra == {"createdAt": "2025-01-01T00:00:00Z", "version": 2}
+    assert relations[0].extra == {"createdAt": "2025-01-02"}
+
+
+def test_text_with_any_unicode_survives(store: Store, reopen: Callable[[], Store]):
+    odd = 'naïve 😀 \u2028 line\nbreak "quoted" \\ tab\t nul\x00 İ'
+    with store.write():
+        store.insert_entities([Entity(odd, odd, (odd, odd + "2"))])
+        store.insert_relations([Relation(odd, odd, odd)])
+    assert _snapshot(reopen()) == ([Entity(odd, odd, (odd, odd + "2"))], [Relation(odd, odd, odd)])
+
+
+# -- transactions ----------------------------------------------------------------
+
+
+class _Abort(Exception):
+    pass
+
+
+def test_a_write_that_raises_keeps_nothing(store: Store, reopen: Callable[[], Store]):
+    _fill(store)
+    before = _snapshot(store)
+    with pytest.raises(_Abort), store.write():
+        store.insert_entities([Entity("Carol", "person", ("new",))])
+        store.insert_relations([Relation("Carol", "Alice", "knows")])
+        store.append_observations("Alice", ["extra"])
+        store.remove_observations("Alice", ["likes tea"])
+        store.delete_relations([("Bob", "Alice", "knows")])
+        store.delete_entities(["Acme", "Zed"])
+        store.append_observations("Carol", ["more"])
+        store.delete_entities(["Carol"])
+        raise _Abort
+    assert _snapshot(store) == before
+    assert _snapshot(reopen()) == before
+    with store.read():
+        assert store.existing_names(["Carol", "Acme"]) == {"Acme"}
+        assert store.observations_of("Alice") == ["likes tea", "lives in Oslo"]
+        assert store.existing_relations([("Bob", "Alice", "knows")]) == {("Bob", "Alice", "knows")}
+        assert store.relations_touching(["Carol"]) == []
+        assert store.counts() == StoreCounts(entities=3, relations=3, observations=2)
+
+
+def test_the_store_keeps_working_after_a_rolled_back_write(store: Store):
+    _fill(store)
+    with pytest.raises(_Abort), store.write():
+        store.insert_entities([Entity("Carol", "person")])
+        raise _Abort
+    with store.write():
+        store.insert_entities([Entity("Carol", "robot")])
+    with store.read():
+        assert store.get_entities(["Carol"]) == [Entity("Carol", "robot")]
+
+
+def test_reads_nested_in_a_write_see_its_changes(store: Store):
+    with store.write():
+        store.insert_entities([Entity("A", "t")])
+        with store.read():
+            assert store.existing_names(["A"]) == {"A"}
+
+
+def test_writes_persist_across_reopening(store: Store, reopen: Callable[[], Store]):
+    _fill(store)
+    with store.write():
+        store.append_observations("Bob", ["tall"])
+        store.delete_relations([("Zed", "Bob", "knows")])
+    expected = _snapshot(store)
+    store.close()
+    assert _snapshot(reopen()) == expected
+
+
+# -- the domain over each backend ----------------------------------------------------
+
+
+def test_create_entities_skips_existing_names_and_repeats_within_the_batch(graph: KnowledgeGraph):
+    graph.create_entities([Entity("A", "t", ("one",))])
+    result = graph.create_entities([Entity("A", "other", ("two",)), Entity("B", "t"), Entity("B", "t2")])
+    assert [entity.name for entity in result.created] == ["B"]
+    assert result.skipped == ("A", "B")
+    assert graph.read_graph().entities == (Entity("A", "t", ("one",)), Entity("B", "t"))
+
+
+def test_create_relations_skips_existing_keys(graph: KnowledgeGraph):
+    graph.create_entities([Entity("A", "t"), Entity("B", "t")])
+    graph.create_relations([Relation("A", "B", "knows")])
+    result = graph.create_relations([Relation("A", "B", "knows"), Relation("B", "A", "knows")])
+    assert result.created == (Relation("B", "A", "knows"),)
+    assert len(graph.read_graph().relations) == 2
+
+
+def test_delete_entities_cascades_to_relations(graph: KnowledgeGraph):
+    graph.create_entities([Entity("A", "t"), Entity("B", "t"), Entity("C", "t")])
+    graph.create_relations([Relation("A", "B", "r"), Relation("B", "C", "r"), Relation("C", "A", "r")])
+    outcome = graph.delete_entities(["B", "Nobody"])
+    assert (outcome.deleted, outcome.missing_entities) == (1, ("Nobody",))
+    assert graph.read_graph().relations == (Relation("C", "A", "r"),)
+
+
+def test_add_observations_with_a_missing_entity_saves_nothing(graph: KnowledgeGraph, reopen: Callable[[], Store]):
+    graph.create_entities([Entity("A", "t", ("x",))])
+    with pytest.raises(EntityNotFoundError):
+        graph.add_observations([ObservationAddition("A", ("y",)), ObservationAddition("Nobody", ("z",))])
+    assert graph.read_graph().entities == (Entity("A", "t", ("x",)),)
+    assert KnowledgeGraph(reopen()).read_graph().entities == (Entity("A", "t", ("x",)),)
+
+
+def test_add_observations_skips_texts_the_entity_has(graph: KnowledgeGraph):
+    graph.create_entities([Entity("A", "t", ("x",))])
+    added = graph.add_observations([ObservationAddition("A", ("x", "y", "y")), ObservationAddition("A", ("y", "z"))])
+    assert [item.added_observations for item in added] == [("y",), ("z",)]
+    assert graph.read_graph().entities[0].observations == ("x", "y", "z")
+
+
+def test_delete_observations_reports_what_matched(graph: KnowledgeGraph):
+    graph.create_entities([Entity("A", "t", ("x", "y"))])
+    outcome = graph.delete_observations([ObservationDeletion("A", ("x", "q")), ObservationDeletion("Nobody", ("x",))])
+    assert (outcome.requested, outcome.deleted, outcome.missing_entities) == (3, 1, ("Nobody",))
+    assert graph.read_graph().entities[0].observations == ("y",)
+
+
+def test_open_and_search_return_entities_with_their_relations(graph: KnowledgeGraph):
+    graph.create_entities([Entity("Alice", "person", ("likes tea",)), Entity("Bob", "person"), Entity("Acme", "org")])
+    graph.create_relations([Relation("Alice", "Acme", "works_at"), Relation("Bob", "Acme", "works_at")])
+    opened = graph.open_nodes(["Bob", "Alice", "Nobody"])
+    assert [entity.name for entity in opened.entities] == ["Alice", "Bob"]
+    assert len(opened.relations) == 2
+    found = graph.search_nodes("TEA")
+    assert [entity.name for entity in found.entities] == ["Alice"]
+    assert found.relations == (Relation("Alice", "Acme", "works_at"),)

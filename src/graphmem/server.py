@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 import mcp_types as types
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -49,7 +50,8 @@ class AppState:
     # One worker at a time reaches the store: SQLite has one writer anyway, and it keeps
     # a long read from interleaving with a write on the same connection.
     limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
-    subscribers: weakref.WeakKeyDictionary[ServerSession, set[str]] = field(default_factory=weakref.WeakKeyDictionary)
+    subscribers: weakref.WeakKeyDictionary[Connection, set[str]] = field(default_factory=weakref.WeakKeyDictionary)
+    """The resource URIs each client connection subscribed to."""
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking graph code on a worker thread, so the event loop keeps serving."""
@@ -68,6 +70,14 @@ def _format_validation_error(tool: str, error: ValidationError) -> str:
         + "; ".join(problems)
         + ". Fix the arguments to match the tool's input schema and call it again."
     )
+
+
+def _connection_of(session: ServerSession) -> Connection:
+    # The SDK builds a new ServerSession for every request, so a subscription keyed on
+    # one would be forgotten as soon as the subscribe request ends; the connection it
+    # wraps lives as long as the client does.
+    connection: Connection = session._connection
+    return connection
 
 
 def _tool_error(message: str) -> types.CallToolResult:
@@ -103,7 +113,11 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] = TOOLS) -> Ser
     ) -> types.CallToolResult:
         spec = specs.get(params.name)
         if spec is None:
-            raise MCPError(types.INVALID_PARAMS, f"Tool {params.name} not found; call tools/list to see the tools.")
+            # A tool result, not a JSON-RPC error, as the official server answers; its text
+            # starts with the official one.
+            return _tool_error(
+                f"MCP error -32602: Tool {params.name} not found. Call tools/list to see the tools there are."
+            )
         try:
             arguments = spec.arguments.model_validate(params.arguments or {})
         except ValidationError as error:
@@ -140,6 +154,13 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] = TOOLS) -> Ser
             ]
         )
 
+    async def list_resource_templates(
+        ctx: ServerRequestContext[AppState], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        # graphmem has no templates, but the official server answers with an empty list
+        # rather than "Method not found", and clients that list both expect that.
+        return types.ListResourceTemplatesResult(resource_templates=[])
+
     async def read_resource(
         ctx: ServerRequestContext[AppState], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
@@ -157,13 +178,13 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] = TOOLS) -> Ser
         )
 
     async def subscribe(ctx: ServerRequestContext[AppState], params: types.SubscribeRequestParams) -> types.EmptyResult:
-        ctx.lifespan_context.subscribers.setdefault(ctx.session, set()).add(str(params.uri))
+        ctx.lifespan_context.subscribers.setdefault(_connection_of(ctx.session), set()).add(str(params.uri))
         return types.EmptyResult()
 
     async def unsubscribe(
         ctx: ServerRequestContext[AppState], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
-        ctx.lifespan_context.subscribers.get(ctx.session, set()).discard(str(params.uri))
+        ctx.lifespan_context.subscribers.get(_connection_of(ctx.session), set()).discard(str(params.uri))
         return types.EmptyResult()
 
     return Server(
@@ -173,6 +194,7 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] = TOOLS) -> Ser
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
@@ -184,13 +206,11 @@ async def _notify_graph_updated(state: AppState) -> None:
 
     As the official server does, this goes out before the tool's own answer.
     """
-    for session, uris in list(state.subscribers.items()):
+    for connection, uris in list(state.subscribers.items()):
         if GRAPH_URI in uris:
-            try:
-                await session.send_resource_updated(GRAPH_URI)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                # That client has gone; forget it rather than fail this caller's write.
-                state.subscribers.pop(session, None)
+            # Never raises: a client that has gone just misses the notice, and the
+            # caller's write still answers.
+            await connection.send_resource_updated(GRAPH_URI)
 
 
 def initialization_options(server: Server[AppState]) -> InitializationOptions:

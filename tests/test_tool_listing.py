@@ -1,0 +1,175 @@
+"""The tool contract: our tools/list against the official server's, and the error shape.
+
+`fixtures/official_tools_list.json` is the raw `tools/list` answer of the official
+server (2026.8.31). Ours must match it except for what graphmem adds on purpose:
+`maxLength` on `search_nodes.query`, the optional `skipped` list in the result of
+`create_entities`, and a guidance sentence after each official description.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.shared.memory import create_client_server_memory_streams
+from mcp.shared.message import SessionMessage
+
+from graphmem.config import Settings
+from graphmem.server import build_server, initialization_options
+
+pytestmark = pytest.mark.anyio
+
+OFFICIAL: list[dict[str, Any]] = json.loads(
+    (Path(__file__).parent / "fixtures" / "official_tools_list.json").read_text(encoding="utf-8")
+)["result"]["tools"]
+OFFICIAL_BY_NAME = {tool["name"]: tool for tool in OFFICIAL}
+
+
+async def listed(client) -> dict[str, dict[str, Any]]:
+    result = await client.list_tools()
+    return {tool.name: tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in result.tools}
+
+
+async def test_the_tools_are_the_official_nine_in_the_official_order(client):
+    result = await client.list_tools()
+    assert [tool.name for tool in result.tools] == [tool["name"] for tool in OFFICIAL]
+
+
+async def test_every_tool_has_exactly_the_official_keys(client):
+    ours = await listed(client)
+    for name, official in OFFICIAL_BY_NAME.items():
+        assert set(ours[name]) == set(official), name
+
+
+@pytest.mark.parametrize("name", list(OFFICIAL_BY_NAME))
+async def test_titles_annotations_and_execution_are_the_official_ones(client, name):
+    ours = (await listed(client))[name]
+    official = OFFICIAL_BY_NAME[name]
+    assert ours["title"] == official["title"]
+    assert ours["annotations"] == official["annotations"]
+    assert ours["execution"] == official["execution"]
+
+
+@pytest.mark.parametrize("name", list(OFFICIAL_BY_NAME))
+async def test_each_description_starts_with_the_official_one_and_adds_guidance(client, name):
+    ours = (await listed(client))[name]["description"]
+    official = OFFICIAL_BY_NAME[name]["description"]
+    assert ours.startswith(official + ". ")
+    assert len(ours) > len(official) + 2
+
+
+@pytest.mark.parametrize("name", list(OFFICIAL_BY_NAME))
+async def test_input_schemas_are_the_official_ones_apart_from_the_query_length_limit(client, name):
+    ours = copy.deepcopy((await listed(client))[name]["inputSchema"])
+    if name == "search_nodes":
+        assert ours["properties"]["query"].pop("maxLength") == 2048
+    assert ours == OFFICIAL_BY_NAME[name]["inputSchema"]
+
+
+@pytest.mark.parametrize("name", list(OFFICIAL_BY_NAME))
+async def test_output_schemas_are_the_official_ones_apart_from_the_optional_skipped_list(client, name):
+    ours = copy.deepcopy((await listed(client))[name]["outputSchema"])
+    if name == "create_entities":
+        assert ours["properties"].pop("skipped") == {"type": "array", "items": {"type": "string"}}
+        assert "skipped" not in ours["required"]
+    assert ours == OFFICIAL_BY_NAME[name]["outputSchema"]
+
+
+# -- the error shape -------------------------------------------------------------------
+
+
+async def test_an_unknown_tool_is_a_tool_error_that_names_the_tool(client):
+    result = await client.call_tool("no_such_tool", {})
+    assert result.is_error
+    assert result.structured_content is None
+    # The official text first, as the official server (SDK 1.x) answers it.
+    assert result.content[0].text.startswith("MCP error -32602: Tool no_such_tool not found")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("search_nodes", {"query": 5}, "query"),
+        ("create_entities", {"entities": "Alice"}, "entities"),
+        ("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": "x"}]}, "observations"),
+        ("create_relations", {"relations": [{"from": "A", "to": 7, "relationType": "r"}]}, "relations[0].to"),
+        ("add_observations", {"observations": [{"entityName": "A"}]}, "observations[0].contents"),
+        ("delete_entities", {"entityNames": [None]}, "entityNames[0]"),
+        ("open_nodes", {"names": "Alice"}, "names"),
+    ],
+)
+async def test_an_argument_of_the_wrong_type_is_a_tool_error_naming_the_field(client, tool, arguments, field):
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    assert result.structured_content is None
+    text = result.content[0].text
+    assert text.startswith(f"Input validation error: Invalid arguments for tool {tool}: ")
+    assert field in text
+    assert (await client.call_tool("read_graph", {})).structured_content == {"entities": [], "relations": []}
+
+
+async def test_missing_arguments_are_a_tool_error_naming_the_missing_field(client):
+    result = await client.call_tool("create_entities")
+    assert result.is_error
+    assert "entities" in result.content[0].text
+
+
+async def test_read_graph_needs_no_arguments(client):
+    result = await client.call_tool("read_graph")
+    assert not result.is_error
+    assert result.structured_content == {"entities": [], "relations": []}
+
+
+async def _raw_call(settings: Settings, params: dict[str, Any]) -> dict[str, Any]:
+    """Send one `tools/call` with exactly these params (the SDK client drops null values)."""
+    server = build_server(settings)
+    async with create_client_server_memory_streams() as (client_streams, server_streams):
+        client_read, client_write = client_streams
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(server.run, *server_streams, initialization_options(server))
+
+            async def send(message: types.JSONRPCMessage) -> None:
+                await client_write.send(SessionMessage(message))
+
+            async def answer() -> dict[str, Any]:
+                received = await client_read.receive()
+                assert isinstance(received, SessionMessage)
+                dumped: dict[str, Any] = received.message.model_dump(by_alias=True, exclude_none=True)
+                return dumped
+
+            with anyio.fail_after(5):
+                await send(
+                    types.JSONRPCRequest(
+                        jsonrpc="2.0",
+                        id=1,
+                        method="initialize",
+                        params={
+                            "protocolVersion": "2025-06-18",
+                            "capabilities": {},
+                            "clientInfo": {"name": "test", "version": "0"},
+                        },
+                    )
+                )
+                await answer()
+                await send(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"))
+                await send(types.JSONRPCRequest(jsonrpc="2.0", id=2, method="tools/call", params=params))
+                response = await answer()
+            await client_write.aclose()
+    return response
+
+
+async def test_null_arguments_are_a_tool_error_naming_the_missing_field(settings):
+    response = await _raw_call(settings, {"name": "create_entities", "arguments": None})
+    assert response["id"] == 2
+    assert response["result"]["isError"] is True
+    assert "entities" in response["result"]["content"][0]["text"]
+
+
+async def test_null_arguments_are_accepted_by_read_graph(settings):
+    response = await _raw_call(settings, {"name": "read_graph", "arguments": None})
+    assert response["result"]["structuredContent"] == {"entities": [], "relations": []}

@@ -6,18 +6,22 @@ With no sub-command it serves MCP over stdio, so a client config of just
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any, TypeVar
 
 import click
 
 from graphmem._version import __version__
 from graphmem.config import Settings
-from graphmem.errors import GraphmemError
+from graphmem.errors import GraphmemError, ImportFormatError, InvalidInputError
 from graphmem.graph import KnowledgeGraph
 from graphmem.storage import open_store
+from graphmem.transfer import EXPORT_FORMATS, ExportFormat, ImportReport, export_graph, import_stream, write_atomically
 
 __all__ = ["cli", "main"]
 
@@ -134,6 +138,223 @@ def stats(ctx: click.Context, memory_file: str | None, strict: bool | None) -> N
     click.echo(f"relations: {counts.relations}")
     click.echo(f"observations: {counts.observations}")
     click.echo(f"size on disk: {size} bytes")
+
+
+# Past these sizes an import or export takes long enough that a progress bar helps.
+LARGE_FILE_BYTES = 5 * 1024 * 1024
+LARGE_GRAPH_RECORDS = 10_000
+
+_PROGRESS_HELP = (
+    "Show a progress bar on stderr, or never show one. Default: shown when stderr is a terminal "
+    "and the {what} is large (over {size})."
+)
+
+
+@contextlib.contextmanager
+def _progress_bar(
+    show: bool | None, total: int | None, large: int, label: str
+) -> Iterator[Callable[[int], None] | None]:
+    """A progress callback drawing on stderr (stdout may carry the data), or None for no bar."""
+    if show is None:
+        show = total is not None and total > large and sys.stderr.isatty()
+    if not show or total is None:
+        yield None
+        return
+    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+        yield bar.update
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def _same_file(first: Path, second: Path) -> bool:
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        # One of them does not exist (yet): compare where they would be.
+        return os.path.realpath(first) == os.path.realpath(second)
+
+
+def _reading_error(source: str, error: OSError) -> click.ClickException:
+    return click.ClickException(f"Cannot read {source}: {error.strerror or error}.")
+
+
+def _print_import_report(report: ImportReport, source: str, settings: Settings) -> None:
+    kind = "JSON document" if report.format == "json" else "JSONL"
+    click.echo(f"Imported {source} ({kind}) into {settings.memory_path} ({settings.backend}).")
+    click.echo(
+        f"entities: {report.entities_read} read, {report.entities_new} new, "
+        f"{report.entities_merged} merged into existing ones"
+    )
+    click.echo(
+        f"relations: {report.relations_read} read, {report.relations_new} new, "
+        f"{report.relations_present} already present"
+    )
+    line = f"observations: {report.observations_added} added"
+    if report.observation_records:
+        line += (
+            f" ({report.observation_records} observation records read, "
+            f"{report.orphan_observations} without their entity skipped)"
+        )
+    click.echo(line)
+    if report.invalid_lines:
+        click.echo(f"skipped: {report.invalid_lines} invalid line(s)")
+
+
+@cli.command(name="import")
+@memory_options
+@click.argument("file", type=click.Path(path_type=Path, allow_dash=True))
+@click.option(
+    "--skip-invalid",
+    is_flag=True,
+    help="Skip lines that cannot be read (with a warning each) instead of stopping with nothing imported.",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help=_PROGRESS_HELP.format(what="file", size=f"{LARGE_FILE_BYTES // (1024 * 1024)} MB"),
+)
+@click.pass_context
+def import_(
+    ctx: click.Context,
+    file: Path,
+    skip_invalid: bool,
+    progress: bool | None,
+    memory_file: str | None,
+    strict: bool | None,
+) -> None:
+    """Merge a JSONL or JSON file into the memory.
+
+    FILE ("-" for standard input) may be any of these; the format is told from the content:
+
+    \b
+    - the official server's memory file (JSONL; the older memory.json was JSONL too);
+    - a JSON document {"entities": [...], "relations": [...]}, as read_graph returns it;
+    - a fork's JSONL with aliases/createdAt/version keys (kept on new entities and
+      relations, and written back by export) and {"type":"observation",...} lines.
+
+    An entity that exists gains the observations it lacks; a relation that exists is not
+    repeated. Observation lines become observations of their entity, their text kept
+    exactly (with any [timestamp] and [S:Status] prefix); their ids, createdAt and version
+    are not kept yet. An observation whose entity is neither in the file nor in memory is
+    skipped with a warning.
+
+    The import is one transaction: on an unreadable line it stops with "Line N: reason"
+    and imports nothing, unless --skip-invalid is given.
+    """
+    settings = _settings(ctx, memory_file, strict)
+    from_stdin = str(file) == "-"
+    source = "standard input" if from_stdin else str(file)
+    if not from_stdin and _same_file(file, settings.memory_path):
+        raise click.ClickException(f"{source} is the memory file itself; there is nothing to import.")
+    stream: IO[bytes]
+    size: int | None = None
+    closing: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+    try:
+        if from_stdin:
+            stream = sys.stdin.buffer
+        else:
+            stream = open(file, "rb")  # noqa: SIM115 - closed by the `with` below
+            closing = stream
+            size = os.fstat(stream.fileno()).st_size
+    except OSError as error:
+        raise _reading_error(source, error) from error
+    # Opened after the file, so a mistyped FILE leaves no new, empty memory behind.
+    graph = _open_graph(settings)
+    try:
+        with closing, _progress_bar(progress, size, LARGE_FILE_BYTES, "Importing") as advance:
+            report = import_stream(graph, stream, skip_invalid=skip_invalid, warn=_warn, progress=advance)
+    except ImportFormatError as error:
+        hint = "" if skip_invalid else " Fix the line, or pass --skip-invalid to skip unreadable lines."
+        raise click.ClickException(f"{source}: {error} Nothing was imported.{hint}") from error
+    except InvalidInputError as error:
+        # The file as a whole cannot be read (a SQLite database, a broken JSON document).
+        raise click.ClickException(f"{source}: {error.problem}") from error
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    except OSError as error:
+        raise _reading_error(source, error) from error
+    finally:
+        graph.store.close()
+    _print_import_report(report, source, settings)
+
+
+@cli.command(name="export")
+@memory_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(EXPORT_FORMATS),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: the official server's memory file, byte for byte; json: one indented JSON document.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path, allow_dash=True),
+    default=None,
+    help="Write to this file (atomically: a temp file renamed into place) instead of stdout.",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help=_PROGRESS_HELP.format(what="memory", size=f"{LARGE_GRAPH_RECORDS:,} records"),
+)
+@click.pass_context
+def export(
+    ctx: click.Context,
+    fmt: ExportFormat,
+    output: Path | None,
+    progress: bool | None,
+    memory_file: str | None,
+    strict: bool | None,
+) -> None:
+    """Write the memory out as JSONL or JSON.
+
+    JSONL is exactly the file the official server writes (entities, then relations, one
+    compact object per line), so `graphmem export -o memory.jsonl` gives a file it can load.
+    Keys from other formats (a fork's aliases, createdAt, version) follow the official keys.
+    """
+    settings = _settings(ctx, memory_file, strict)
+    to_stdout = output is None or str(output) == "-"
+    if not settings.memory_path.exists():
+        raise click.ClickException(
+            f"There is no memory at {settings.memory_path}; nothing to export. "
+            "Check --memory-file or MEMORY_FILE_PATH (graphmem info shows the path in use)."
+        )
+    if output is not None and not to_stdout:
+        if output.is_dir():
+            raise click.ClickException(f"{output} is a directory; give the name of the file to write.")
+        if _same_file(output, settings.memory_path):
+            raise click.ClickException(f"{output} is the memory file itself; refusing to overwrite it.")
+    graph = _open_graph(settings)
+    try:
+        # Counted apart from the export's own snapshot: the bar only needs a size, and an
+        # error writing the output must not surface through the store's error mapping.
+        counts = graph.counts()
+        total = counts.entities + counts.relations
+        with _progress_bar(progress, total, LARGE_GRAPH_RECORDS, "Exporting") as advance:
+            if output is None or to_stdout:
+                report = export_graph(graph, sys.stdout.buffer, fmt=fmt, progress=advance)
+            else:
+                report = write_atomically(output, lambda file: export_graph(graph, file, fmt=fmt, progress=advance))
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    except BrokenPipeError:
+        # `graphmem export | head`: the reader has what it wanted. Point stdout at devnull so
+        # the interpreter's final flush does not complain, and exit quietly.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except OSError as error:
+        target = "standard output" if to_stdout else str(output)
+        raise click.ClickException(f"Cannot write {target}: {error.strerror or error}.") from error
+    finally:
+        graph.store.close()
+    if not to_stdout:
+        click.echo(f"Wrote {report.entities} entities and {report.relations} relations to {output} ({fmt}).")
 
 
 def main() -> None:

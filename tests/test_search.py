@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from graphmem.config import Settings
+from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, Relation
-from graphmem.search import query_terms
+from graphmem.search import MAX_WORD_MATCHES, query_terms
+from graphmem.storage import open_store
 
 
 def test_a_question_keeps_only_its_meaningful_words():
@@ -83,3 +86,26 @@ def test_no_match_gives_an_empty_graph(graph):
     _people(graph)
     result = graph.search_nodes("zebra")
     assert result.entities == () and result.relations == ()
+
+
+def test_word_only_matches_are_capped_but_whole_query_matches_never_are(graph):
+    # 120 entities contain the phrase, 200 more contain only one of its words.
+    graph.create_entities([Entity(f"fan {i}", "person", ("likes green tea",)) for i in range(120)])
+    graph.create_entities([Entity(f"gardener {i}", "person", ("grows green beans",)) for i in range(200)])
+    names = [entity.name for entity in graph.search_nodes("green tea").entities]
+    assert names[:120] == [f"fan {i}" for i in range(120)]
+    assert len(names) == 120 + MAX_WORD_MATCHES
+    # Equal word matches keep the order they were created in.
+    assert names[120:] == [f"gardener {i}" for i in range(MAX_WORD_MATCHES)]
+
+
+def test_a_name_shared_by_two_entities_of_a_jsonl_file_returns_both(tmp_path):
+    path = tmp_path / "memory.jsonl"
+    line = '{"type":"entity","name":"Twin","entityType":"%s","observations":["seen"]}\n'
+    path.write_text(line % "first" + line % "second", encoding="utf-8")
+    store = open_store(Settings.from_env({}, memory_file=str(path), cwd=tmp_path))
+    try:
+        found = KnowledgeGraph(store).search_nodes("twin").entities
+    finally:
+        store.close()
+    assert [entity.entity_type for entity in found] == ["first", "second"]

@@ -141,7 +141,7 @@ class KnowledgeGraph:
             DanglingRelationError: in strict mode, when an endpoint is missing (nothing saved).
         """
         self._check_relations("relations", relations)
-        unique = list({relation.key: relation for relation in relations}.values())
+        unique = list(_first_per_key(relations))
         with self.store.write():
             existing = self.store.existing_relations([relation.key for relation in unique])
             created = [relation for relation in unique if relation.key not in existing]
@@ -253,7 +253,7 @@ class KnowledgeGraph:
                         have = set(self.store.observations_of(name) or [])
                         self.store.append_observations(name, [c for c in _unique(more) if c not in have])
             for relation_chunk in _chunks(relations, 1000):
-                unique = list({relation.key: relation for relation in relation_chunk}.values())
+                unique = list(_first_per_key(relation_chunk))
                 existing_keys = self.store.existing_relations([relation.key for relation in unique])
                 fresh_relations = [relation for relation in unique if relation.key not in existing_keys]
                 self.store.insert_relations(fresh_relations)
@@ -289,19 +289,29 @@ class KnowledgeGraph:
         with self.store.read():
             whole = self.store.find_text(needle)
             term_hits = [self.store.find_text(term) for term in search.query_terms(query)]
-            candidates: set[str] = set(whole)
-            for hits in term_hits:
-                candidates.update(hits)
-            entities = self.store.get_entities(list(candidates))
-            order = search.rank(whole, term_hits, [entity.name for entity in entities])
-            by_name = {entity.name: entity for entity in entities}
-            ranked = tuple(by_name[item.name] for item in order)
-            relations = self.store.relations_touching([entity.name for entity in ranked])
+            # Rank on the hit summaries first, so only the entities answered are loaded.
+            order = search.rank(whole, term_hits)
+            entities = self.store.get_entities([item.name for item in order])
+            # A JSONL file may hold two entities under one name; the official search returns both.
+            by_name: dict[str, list[Entity]] = {}
+            for entity in entities:
+                by_name.setdefault(entity.name, []).append(entity)
+            ranked = tuple(entity for item in order for entity in by_name.get(item.name, ()))
+            relations = self.store.relations_touching([item.name for item in order])
         return Graph(ranked, tuple(relations))
 
     def counts(self) -> StoreCounts:
         with self.store.read():
             return self.store.counts()
+
+
+def _first_per_key(relations: Iterable[Relation]) -> Iterator[Relation]:
+    """The relations of a batch with a repeated key dropped (the first one wins)."""
+    seen: set[tuple[str, str, str]] = set()
+    for relation in relations:
+        if relation.key not in seen:
+            seen.add(relation.key)
+            yield relation
 
 
 def _unique_keys(relations: Sequence[Relation]) -> list[tuple[str, str, str]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from graphmem.storage.base import FieldHits
 
-__all__ = ["Ranked", "query_terms", "rank"]
+__all__ = ["MAX_WORD_MATCHES", "Ranked", "query_terms", "rank"]
 
 # Function words carry no meaning on their own in a question to the memory; without
 # this list "Where does Alice work?" would match every entity that mentions "does".
@@ -42,6 +42,14 @@ _MIN_STEM = 3
 _NAME_WEIGHT = 4.0
 _TYPE_WEIGHT = 2.0
 _OBSERVATION_WEIGHT = 1.0
+
+MAX_WORD_MATCHES = 50
+"""How many entities matching only some words of a query are returned.
+
+A question such as "Where does Alice work?" can mention a word that thousands of
+entities contain; the best few are what a model can use, and the whole-query
+matches (the official answer) are never cut.
+"""
 
 
 def _stem(word: str) -> str:
@@ -94,24 +102,31 @@ def _field_score(hits: FieldHits) -> float:
 def rank(
     whole_query_hits: Mapping[str, FieldHits],
     term_hits: Sequence[Mapping[str, FieldHits]],
-    creation_order: Sequence[str],
+    max_word_matches: int = MAX_WORD_MATCHES,
 ) -> list[Ranked]:
     """Order the matching entities best first.
 
     An entity matching the whole query comes first, then more query words matched,
     then the weight of the fields that matched; ties keep the order of creation.
+    Every whole-query match is kept (the official answer is never cut); of the
+    entities that match only some words, the best `max_word_matches` are kept.
 
     Args:
         whole_query_hits: where the whole query occurs, per entity name.
         term_hits: where each word needle occurs, one mapping per term.
-        creation_order: every candidate name, oldest first.
+        max_word_matches: how many entities matching only words to keep.
     """
+    candidates: dict[str, int] = {name: hits.order for name, hits in whole_query_hits.items()}
+    for hits_of_term in term_hits:
+        for name, hits in hits_of_term.items():
+            candidates.setdefault(name, hits.order)
     ranked = []
-    for name in creation_order:
+    for name, order in candidates.items():
         whole = whole_query_hits.get(name)
         matched = [hits[name] for hits in term_hits if name in hits]
         score = _field_score(whole) * 2 if whole else 0.0
         score += sum(_field_score(hits) for hits in matched)
-        ranked.append(Ranked(name, whole is not None, len(matched), score))
-    # sorted() is stable, so equal scores keep the creation order.
-    return sorted(ranked, key=lambda r: (not r.whole_query, -r.terms_matched, -r.field_score))
+        ranked.append((Ranked(name, whole is not None, len(matched), score), order))
+    ranked.sort(key=lambda pair: (not pair[0].whole_query, -pair[0].terms_matched, -pair[0].field_score, pair[1]))
+    whole_count = len(whole_query_hits)
+    return [item for item, _ in ranked[: whole_count + max_word_matches]]

@@ -260,6 +260,23 @@ def test_unreadable_lines_are_skipped_with_a_warning_naming_file_and_line(
     _close(graph)
 
 
+def test_fork_observation_lines_are_kept_and_the_user_is_told_how_to_use_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    path = tmp_path / "memory.jsonl"
+    fork_line = '{"type":"observation","id":"obs_1","entityName":"A","content":"[S:Active] healthy"}'
+    path.write_text('{"type":"entity","name":"A","entityType":"t","observations":[]}\n' + fork_line + "\n")
+    caplog.set_level(logging.WARNING, logger="graphmem.storage.jsonl")
+    graph = _graph(path)
+    graph.create_entities([Entity("B", "t")])
+    graph.read_graph()
+    warned = [record.getMessage() for record in caplog.records]
+    assert len(warned) == 1
+    assert "1 observation line(s)" in warned[0] and f"graphmem import {path}" in warned[0]
+    assert fork_line in path.read_text(encoding="utf-8").splitlines()
+    _close(graph)
+
+
 def test_the_first_rewrite_backs_up_the_original_file_once(tmp_path: Path, caplog: pytest.LogCaptureFixture):
     path = tmp_path / "memory.jsonl"
     path.write_bytes(BAD_FILE)
@@ -326,6 +343,19 @@ def test_writes_replace_the_file_and_leave_no_temp_files(tmp_path: Path):
     graph.create_entities([Entity("B", "t")])
     assert path.stat().st_ino != inode
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.jsonl", "memory.jsonl.lock"]
+    _close(graph)
+
+
+def test_temporary_files_left_by_a_killed_writer_are_removed_on_open(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    _close(_graph(path))
+    stale = tmp_path / ".memory.jsonl.k1ll3d.tmp"
+    stale.write_text('{"type":"entity","name":"half', encoding="utf-8")
+    unrelated = tmp_path / ".other.jsonl.abc.tmp"
+    unrelated.write_text("", encoding="utf-8")
+    graph = _graph(path)
+    assert not stale.exists()
+    assert unrelated.exists()
     _close(graph)
 
 

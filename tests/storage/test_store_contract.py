@@ -321,6 +321,19 @@ def test_the_store_keeps_working_after_a_rolled_back_write(store: Store):
         assert store.get_entities(["Carol"]) == [Entity("Carol", "robot")]
 
 
+def test_an_error_of_the_callers_own_passes_through_a_transaction_unchanged(store: Store):
+    # An import reading its source file inside a write must report that file's
+    # problem, not claim the memory file failed.
+    _fill(store)
+    missing = FileNotFoundError(2, "No such file or directory", "/nowhere/source.jsonl")
+    with pytest.raises(FileNotFoundError) as raised, store.write():
+        store.insert_entities([Entity("Carol", "person")])
+        raise missing
+    assert raised.value is missing
+    with store.read():
+        assert store.existing_names(["Carol"]) == set()
+
+
 def test_reads_nested_in_a_write_see_its_changes(store: Store):
     with store.write():
         store.insert_entities([Entity("A", "t")])

@@ -20,7 +20,7 @@ from typing import Protocol
 from graphmem.errors import StorageBusyError, StorageError
 from graphmem.models import Entity, Relation
 
-__all__ = ["FieldHits", "Store", "StoreCounts", "map_backend_errors"]
+__all__ = ["FieldHits", "Store", "StoreCounts", "map_backend_errors", "map_driver_errors"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +121,12 @@ class Store(Protocol):
 
 
 @contextmanager
-def map_backend_errors() -> Iterator[None]:
-    """Turn driver exceptions into `StorageError`s, so no driver type or SQL leaves storage/."""
+def map_driver_errors() -> Iterator[None]:
+    """Turn SQLite driver exceptions into `StorageError`s, so no driver type or SQL leaves storage/.
+
+    Safe around a caller's block inside a transaction: only the store talks to the driver,
+    so whatever else the caller raises (a file it reads, a validation error) passes as is.
+    """
     try:
         yield
     except sqlite3.OperationalError as exc:
@@ -134,6 +138,17 @@ def map_backend_errors() -> Iterator[None]:
         raise StorageError(f"The memory database failed ({message}); nothing was changed.") from exc
     except sqlite3.DatabaseError as exc:
         raise StorageError(f"The memory database failed ({exc}); nothing was changed.") from exc
+
+
+@contextmanager
+def map_backend_errors() -> Iterator[None]:
+    """Driver errors and the store's own file errors as `StorageError`s.
+
+    Only around the store's own work: an `OSError` here is taken to be about the memory file.
+    """
+    try:
+        with map_driver_errors():
+            yield
     except OSError as exc:
         raise StorageError(
             f"The memory file could not be accessed ({exc.strerror or exc}: {exc.filename}); nothing was changed."

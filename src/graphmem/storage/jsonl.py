@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import gc
+import glob
 import logging
 import os
 import shutil
@@ -177,6 +178,7 @@ class JsonlStore:
                 self._flock(fcntl.LOCK_EX)
                 try:
                     _migrate_legacy_file(configured)
+                    self._remove_stale_temporaries()
                 finally:
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             except BaseException:
@@ -190,7 +192,15 @@ class JsonlStore:
         self._stamp: _Stamp = None
         self._token = b""
         self._bad_lines: list[int] = []
+        self._told_about_fork_observations = False
         self._reset()
+
+    def _remove_stale_temporaries(self) -> None:
+        # A writer killed between creating its temporary file and the rename leaves it
+        # behind. Under the exclusive lock nobody is writing, so every one found is stale.
+        for stale in self._path.parent.glob(f".{glob.escape(self._path.name)}.*.tmp"):
+            with suppress(FileNotFoundError):
+                stale.unlink()
 
     # -- the in-memory graph ----------------------------------------------------
 
@@ -349,6 +359,7 @@ class JsonlStore:
         self._loaded = True
 
     def _parse(self, data: bytes) -> None:
+        fork_observations = 0
         for line_no, line in enumerate(_split_lines(data), start=1):
             try:
                 if line is None:
@@ -364,6 +375,17 @@ class JsonlStore:
                 self._add_relation(_RelationRow(record.relation))
             elif isinstance(record, OtherRecord):
                 self._add_head(_HeadRow(record, record.line))
+                fork_observations += record.kind == "observation"
+        if fork_observations and not self._told_about_fork_observations:
+            self._told_about_fork_observations = True
+            logger.warning(
+                "%s holds %d observation line(s) in the spec-003 fork format: they are kept in the file "
+                "but the tools do not show them. To use them, import the file into a graphmem memory: "
+                "graphmem import %s",
+                self.location,
+                fork_observations,
+                self.location,
+            )
 
     def _back_up(self) -> None:
         """Copy the file as it is, before a rewrite leaves out the lines that could not be read."""
@@ -459,8 +481,8 @@ class JsonlStore:
                     self._refresh()
                 self._clear_journal()
                 try:
-                    with map_backend_errors():
-                        yield
+                    # The caller's block works on memory only; its own errors pass as they are.
+                    yield
                 except BaseException:
                     self._rollback()
                     raise

@@ -77,6 +77,8 @@ class OtherRecord:
     """A line of another type (a fork's marker line, say): kept verbatim, never interpreted."""
 
     line: str
+    kind: object = None
+    """The line's "type" value, for messages about what was kept."""
 
 
 Record = EntityRecord | RelationRecord | OtherRecord
@@ -180,4 +182,4 @@ def decode_line(line: str, line_no: int) -> Record | None:
         relation_type = _string(value.get("relationType"), "relationType", line_no)
         extra = {k: v for k, v in value.items() if k not in _RELATION_KEYS} if len(value) > 4 else {}
         return RelationRecord(Relation(from_, to, relation_type, extra or None), extra)
-    return OtherRecord(line.rstrip("\r"))
+    return OtherRecord(line.rstrip("\r"), kind)

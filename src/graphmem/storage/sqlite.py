@@ -20,7 +20,7 @@ from typing import Any
 
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity, Relation
-from graphmem.storage.base import FieldHits, StoreCounts, map_backend_errors
+from graphmem.storage.base import FieldHits, StoreCounts, map_backend_errors, map_driver_errors
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -132,7 +132,7 @@ class SQLiteStore:
                 self._conn.execute(begin)
             self._depth = 1
             try:
-                with map_backend_errors():
+                with map_driver_errors():
                     yield
             except BaseException:
                 self._depth = 0

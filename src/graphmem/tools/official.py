@@ -1,61 +1,31 @@
-"""The MCP tools: wire schema in, one KnowledgeGraph call, result out.
+"""The nine tools of the official memory server, listed exactly as it lists them.
 
-Each tool is a `ToolSpec`: its listing (name, title, description, schemas and
-annotations exactly as the official server lists them), a pydantic model that
-parses the wire arguments (camelCase, `from`), and a plain function that calls the
-graph and shapes the answer. Functions here never catch: `server.py` turns a
-`GraphmemError` into a tool error.
+Names, titles, schemas and annotations match the official `tools/list`; each
+description keeps the official first sentence and adds when to use the tool rather
+than its sibling.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import mcp_types as types
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from graphmem import schemas
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolOutput, ToolSpec, dump_json, plural
 
-__all__ = ["TOOLS", "ToolOutput", "ToolSpec", "dump_json"]
-
-
-def dump_json(value: Any) -> str:
-    """JSON as the official server writes it: `JSON.stringify(value, null, 2)`, non-ASCII kept."""
-    return json.dumps(value, indent=2, ensure_ascii=False)
+__all__ = ["OFFICIAL_TOOLS"]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolOutput:
-    """What a tool answers: the structured result and the text items shown to the model.
-
-    The first text item is always the official one; `notes` follow it as extra items.
-    """
-
-    structured: dict[str, Any]
-    text: str
-    notes: tuple[str, ...] = ()
-    changed: bool = False
-    """Whether the call wrote to memory (subscribers of the graph resource are told)."""
-
-
-class _Args(BaseModel):
-    # strict: a number where a string belongs is an error, as with the official zod schemas.
-    # extra="ignore": unknown keys are dropped, as the official server does.
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True, populate_by_name=False)
-
-
-class _EntityArg(_Args):
+class _EntityArg(ToolArgs):
     name: str
     entity_type: str = Field(alias="entityType")
     observations: list[str]
 
 
-class _RelationArg(_Args):
+class _RelationArg(ToolArgs):
     from_: str = Field(alias="from")
     to: str
     relation_type: str = Field(alias="relationType")
@@ -64,85 +34,46 @@ class _RelationArg(_Args):
         return Relation(self.from_, self.to, self.relation_type)
 
 
-class _CreateEntitiesArgs(_Args):
+class _CreateEntitiesArgs(ToolArgs):
     entities: list[_EntityArg]
 
 
-class _RelationsArgs(_Args):
+class _RelationsArgs(ToolArgs):
     relations: list[_RelationArg]
 
 
-class _AdditionArg(_Args):
+class _AdditionArg(ToolArgs):
     entity_name: str = Field(alias="entityName")
     contents: list[str]
 
 
-class _AddObservationsArgs(_Args):
+class _AddObservationsArgs(ToolArgs):
     observations: list[_AdditionArg]
 
 
-class _DeleteEntitiesArgs(_Args):
+class _DeleteEntitiesArgs(ToolArgs):
     entity_names: list[str] = Field(alias="entityNames")
 
 
-class _DeletionArg(_Args):
+class _DeletionArg(ToolArgs):
     entity_name: str = Field(alias="entityName")
     observations: list[str]
 
 
-class _DeleteObservationsArgs(_Args):
+class _DeleteObservationsArgs(ToolArgs):
     deletions: list[_DeletionArg]
 
 
-class _NoArgs(_Args):
+class _NoArgs(ToolArgs):
     pass
 
 
-class _SearchArgs(_Args):
+class _SearchArgs(ToolArgs):
     query: str
 
 
-class _OpenArgs(_Args):
+class _OpenArgs(ToolArgs):
     names: list[str]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """One tool: how it is listed, how its arguments parse, and what it runs."""
-
-    name: str
-    title: str
-    description: str
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any]
-    annotations: types.ToolAnnotations
-    arguments: type[_Args]
-    run: Callable[[KnowledgeGraph, Any], ToolOutput]
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def listing(self) -> types.Tool:
-        return types.Tool(
-            name=self.name,
-            title=self.title,
-            description=self.description,
-            input_schema=self.input_schema,
-            output_schema=self.output_schema,
-            annotations=self.annotations,
-            execution=types.ToolExecution(task_support="forbidden"),
-        )
-
-
-_WRITE = types.ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-)
-_DELETE = types.ToolAnnotations(
-    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-)
-_READ = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-
-
-def _plural(count: int, singular: str, plural: str) -> str:
-    return singular if count == 1 else plural
 
 
 def _delete_result(message: str) -> ToolOutput:
@@ -182,7 +113,7 @@ def create_relations(graph: KnowledgeGraph, args: _RelationsArgs) -> ToolOutput:
     notes: tuple[str, ...] = ()
     if result.missing_entities:
         count = len(result.missing_entities)
-        noun = _plural(count, "entity that does not exist", "entities that do not exist")
+        noun = plural(count, "entity that does not exist", "entities that do not exist")
         notes = (
             f"Saved, but the relations refer to {count} {noun}: {', '.join(result.missing_entities)}. "
             "Create them with create_entities so the relations connect real nodes.",
@@ -243,7 +174,7 @@ def open_nodes(graph: KnowledgeGraph, args: _OpenArgs) -> ToolOutput:
 
 _NAMES = {"type": "array", "items": {"type": "string"}}
 
-TOOLS: tuple[ToolSpec, ...] = (
+OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="create_entities",
         title="Create Entities",
@@ -261,7 +192,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             ["entities"],
         ),
-        annotations=_WRITE,
+        annotations=WRITE,
         arguments=_CreateEntitiesArgs,
         run=create_entities,
     ),
@@ -277,7 +208,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         output_schema=schemas.output_schema(
             {"relations": {"type": "array", "items": schemas.closed(schemas.RELATION)}}, ["relations"]
         ),
-        annotations=_WRITE,
+        annotations=WRITE,
         arguments=_RelationsArgs,
         run=create_relations,
     ),
@@ -327,7 +258,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             ["results"],
         ),
-        annotations=_WRITE,
+        annotations=WRITE,
         arguments=_AddObservationsArgs,
         run=add_observations,
     ),
@@ -343,7 +274,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             {"entityNames": {**_NAMES, "description": "An array of entity names to delete"}}, ["entityNames"]
         ),
         output_schema=schemas.DELETE_RESULT,
-        annotations=_DELETE,
+        annotations=DELETE,
         arguments=_DeleteEntitiesArgs,
         run=delete_entities,
     ),
@@ -375,7 +306,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             ["deletions"],
         ),
         output_schema=schemas.DELETE_RESULT,
-        annotations=_DELETE,
+        annotations=DELETE,
         arguments=_DeleteObservationsArgs,
         run=delete_observations,
     ),
@@ -398,7 +329,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             ["relations"],
         ),
         output_schema=schemas.DELETE_RESULT,
-        annotations=_DELETE,
+        annotations=DELETE,
         arguments=_RelationsArgs,
         run=delete_relations,
     ),
@@ -412,7 +343,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
         input_schema=schemas.input_schema({}, []),
         output_schema=schemas.GRAPH_RESULT,
-        annotations=_READ,
+        annotations=READ,
         arguments=_NoArgs,
         run=read_graph,
     ),
@@ -436,7 +367,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             ["query"],
         ),
         output_schema=schemas.GRAPH_RESULT,
-        annotations=_READ,
+        annotations=READ,
         arguments=_SearchArgs,
         run=search_nodes,
     ),
@@ -452,7 +383,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             {"names": {**_NAMES, "description": "An array of entity names to retrieve"}}, ["names"]
         ),
         output_schema=schemas.GRAPH_RESULT,
-        annotations=_READ,
+        annotations=READ,
         arguments=_OpenArgs,
         run=open_nodes,
     ),

@@ -1,0 +1,84 @@
+"""What every tool is made of: its listing, its argument model, its output, its hints.
+
+Each tool is a `ToolSpec`: its listing (name, title, description, schemas and
+annotations), a pydantic model that parses the wire arguments (camelCase, `from`),
+and a plain function that calls the graph and shapes the answer. Functions never
+catch: `server.py` turns a `GraphmemError` into a tool error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from pydantic import BaseModel, ConfigDict
+
+from graphmem.graph import KnowledgeGraph
+
+__all__ = ["DELETE", "READ", "WRITE", "ToolArgs", "ToolOutput", "ToolSpec", "dump_json", "plural"]
+
+
+def dump_json(value: Any) -> str:
+    """JSON as the official server writes it: `JSON.stringify(value, null, 2)`, non-ASCII kept."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool answers: the structured result and the text items shown to the model.
+
+    The first text item is always the official one; `notes` follow it as extra items.
+    """
+
+    structured: dict[str, Any]
+    text: str
+    notes: tuple[str, ...] = ()
+    changed: bool = False
+    """Whether the call wrote to memory (subscribers of the graph resource are told)."""
+
+
+class ToolArgs(BaseModel):
+    """The arguments of a tool, parsed from the wire; every tool's model derives from this."""
+
+    # strict: a number where a string belongs is an error, as with the official zod schemas.
+    # extra="ignore": unknown keys are dropped, as the official server does.
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True, populate_by_name=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool: how it is listed, how its arguments parse, and what it runs."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    annotations: types.ToolAnnotations
+    arguments: type[ToolArgs]
+    run: Callable[[KnowledgeGraph, Any], ToolOutput]
+
+    def listing(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema,
+            annotations=self.annotations,
+            execution=types.ToolExecution(task_support="forbidden"),
+        )
+
+
+WRITE = types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+DELETE = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+READ = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def plural(count: int, singular: str, plural: str) -> str:
+    return singular if count == 1 else plural

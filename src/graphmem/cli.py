@@ -51,12 +51,30 @@ def memory_options(command: F) -> F:
     return command
 
 
-def _settings(ctx: click.Context, memory_file: str | None, strict: bool | None) -> Settings:
+def serve_options(command: F) -> F:
+    """The options of serving, on `serve` and on the bare `graphmem` that serves by default."""
+    command = click.option(
+        "--response-budget",
+        type=click.IntRange(min=0),
+        default=None,
+        metavar="TOKENS",
+        help=(
+            "About how many tokens one read answer may hold before it is cut at an entity boundary "
+            "and says how to get the rest; 0 means unlimited (env GRAPHMEM_RESPONSE_BUDGET, default 25000)."
+        ),
+    )(command)
+    return command
+
+
+def _settings(
+    ctx: click.Context, memory_file: str | None, strict: bool | None, response_budget: int | None = None
+) -> Settings:
     parent = ctx.find_root().params
     try:
         return Settings.from_env(
             memory_file=memory_file or parent.get("memory_file"),
             strict=strict if strict is not None else parent.get("strict"),
+            response_budget=response_budget if response_budget is not None else parent.get("response_budget"),
         )
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
@@ -71,19 +89,21 @@ def _open_graph(settings: Settings) -> KnowledgeGraph:
 
 @click.group(invoke_without_command=True)
 @memory_options
+@serve_options
 @click.version_option(__version__, prog_name="graphmem")
 @click.pass_context
-def cli(ctx: click.Context, memory_file: str | None, strict: bool | None) -> None:
+def cli(ctx: click.Context, memory_file: str | None, strict: bool | None, response_budget: int | None) -> None:
     """graphmem: persistent knowledge-graph memory for AI agents, over MCP.
 
     Run with no command to serve MCP over stdio.
     """
     if ctx.invoked_subcommand is None:
-        ctx.invoke(serve, memory_file=memory_file, strict=strict)
+        ctx.invoke(serve, memory_file=memory_file, strict=strict, response_budget=response_budget)
 
 
 @cli.command(name="serve")
 @memory_options
+@serve_options
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
@@ -92,9 +112,15 @@ def cli(ctx: click.Context, memory_file: str | None, strict: bool | None) -> Non
     help="How much to log to stderr.",
 )
 @click.pass_context
-def serve(ctx: click.Context, memory_file: str | None, strict: bool | None, log_level: str = "warning") -> None:
+def serve(
+    ctx: click.Context,
+    memory_file: str | None,
+    strict: bool | None,
+    response_budget: int | None = None,
+    log_level: str = "warning",
+) -> None:
     """Serve MCP over stdio (what an MCP client starts)."""
-    settings = _settings(ctx, memory_file, strict)
+    settings = _settings(ctx, memory_file, strict, response_budget)
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format="graphmem %(levelname)s: %(message)s")
     # Imported here, not at the top: the MCP SDK takes over a second to import, and the
     # other commands (info, stats, import, export) do not need it.
@@ -117,6 +143,8 @@ def info(ctx: click.Context, memory_file: str | None, strict: bool | None) -> No
     click.echo(f"backend: {settings.backend}")
     click.echo(f"exists: {'yes' if settings.memory_path.exists() else 'no'}")
     click.echo(f"strict: {'yes' if settings.strict else 'no'}")
+    budget = settings.response_budget
+    click.echo(f"response budget: {f'{budget} tokens' if budget else 'unlimited'}")
 
 
 @cli.command(name="stats")

@@ -16,10 +16,13 @@ import platformdirs
 from graphmem.errors import ConfigError
 from graphmem.limits import Limits
 
-__all__ = ["Settings", "default_memory_path"]
+__all__ = ["DEFAULT_RESPONSE_BUDGET", "Settings", "default_memory_path"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+
+# About what a client takes in one tool answer (Claude Code warns past 25,000 tokens).
+DEFAULT_RESPONSE_BUDGET = 25_000
 
 # Suffixes that keep the memory in the official JSONL format instead of SQLite.
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -43,6 +46,21 @@ def _parse_bool(key: str, value: str) -> bool:
     raise ConfigError(key, value, "Not a valid bool; use true or false.")
 
 
+_BUDGET_HINT = "Give a whole number of tokens, 0 or more (0 means unlimited)."
+
+
+def _parse_budget(value: str) -> int:
+    if not value:
+        return DEFAULT_RESPONSE_BUDGET
+    try:
+        budget = int(value)
+    except ValueError:
+        raise ConfigError("GRAPHMEM_RESPONSE_BUDGET", value, _BUDGET_HINT) from None
+    if budget < 0:
+        raise ConfigError("GRAPHMEM_RESPONSE_BUDGET", value, _BUDGET_HINT)
+    return budget
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """How this graphmem runs.
@@ -51,11 +69,14 @@ class Settings:
         memory_path: the memory file, absolute.
         strict: reject relations to entities that do not exist.
         limits: per-call limits.
+        response_budget: about how many tokens of text one read answer may hold before it is
+            cut at an entity boundary (and says how to get the rest); 0 means unlimited.
     """
 
     memory_path: Path = field(default_factory=default_memory_path)
     strict: bool = False
     limits: Limits = field(default_factory=Limits)
+    response_budget: int = DEFAULT_RESPONSE_BUDGET
 
     @property
     def backend(self) -> str:
@@ -69,6 +90,7 @@ class Settings:
         *,
         memory_file: str | None = None,
         strict: bool | None = None,
+        response_budget: int | None = None,
         cwd: Path | None = None,
     ) -> Settings:
         """Build settings from flags (which win) and the environment.
@@ -77,6 +99,7 @@ class Settings:
             environ: the environment to read; `os.environ` when None.
             memory_file: the `--memory-file` flag, if given.
             strict: the `--strict` flag, if given.
+            response_budget: the `--response-budget` flag, if given.
             cwd: the directory relative paths resolve against; the working directory when None.
         """
         env = os.environ if environ is None else environ
@@ -97,4 +120,8 @@ class Settings:
                 )
         if strict is None:
             strict = _parse_bool("GRAPHMEM_STRICT", env.get("GRAPHMEM_STRICT", ""))
-        return cls(memory_path=path, strict=strict)
+        if response_budget is None:
+            response_budget = _parse_budget(env.get("GRAPHMEM_RESPONSE_BUDGET", "").strip())
+        elif response_budget < 0:
+            raise ConfigError("--response-budget", str(response_budget), _BUDGET_HINT)
+        return cls(memory_path=path, strict=strict, response_budget=response_budget)

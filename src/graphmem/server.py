@@ -31,7 +31,7 @@ from graphmem.config import Settings
 from graphmem.errors import GraphmemError
 from graphmem.graph import KnowledgeGraph
 from graphmem.storage import open_store
-from graphmem.tools import TOOLS, ToolOutput, ToolSpec, dump_json
+from graphmem.tools import TOOLS, ToolContext, ToolOutput, ToolSpec, dump_json
 
 __all__ = ["GRAPH_URI", "AppState", "build_server", "initialization_options"]
 
@@ -46,7 +46,7 @@ T = TypeVar("T")
 class AppState:
     """What the server holds while it runs: the graph and who subscribed to what."""
 
-    graph: KnowledgeGraph
+    tools: ToolContext
     # One worker at a time reaches the store: SQLite has one writer anyway, and it keeps
     # a long read from interleaving with a write on the same connection.
     limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
@@ -99,7 +99,8 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] = TOOLS) -> Ser
     async def lifespan(_: Server[AppState]) -> AsyncIterator[AppState]:
         store = await anyio.to_thread.run_sync(open_store, settings)
         try:
-            yield AppState(KnowledgeGraph(store, strict=settings.strict, limits=settings.limits))
+            graph = KnowledgeGraph(store, strict=settings.strict, limits=settings.limits)
+            yield AppState(ToolContext(graph, settings.response_budget))
         finally:
             await anyio.to_thread.run_sync(store.close)
 
@@ -124,7 +125,7 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] = TOOLS) -> Ser
             return _tool_error(_format_validation_error(spec.name, error))
         state = ctx.lifespan_context
         try:
-            output = await state.run(spec.run, state.graph, arguments)
+            output = await state.run(spec.run, state.tools, arguments)
         except GraphmemError as error:
             return _tool_error(str(error))
         except Exception as error:
@@ -170,7 +171,7 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] = TOOLS) -> Ser
                 f"Resource {params.uri} not found; call resources/list to see the resources.",
             )
         state = ctx.lifespan_context
-        graph = await state.run(state.graph.read_graph)
+        graph = await state.run(state.tools.graph.read_graph)
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(uri=GRAPH_URI, mime_type="application/json", text=dump_json(graph.to_wire()))

@@ -18,12 +18,21 @@ from pydantic import BaseModel, ConfigDict
 
 from graphmem.graph import KnowledgeGraph
 
-__all__ = ["DELETE", "READ", "WRITE", "ToolArgs", "ToolOutput", "ToolSpec", "dump_json", "plural"]
+__all__ = ["DELETE", "READ", "WRITE", "ToolArgs", "ToolContext", "ToolOutput", "ToolSpec", "dump_json", "plural"]
 
 
 def dump_json(value: Any) -> str:
     """JSON as the official server writes it: `JSON.stringify(value, null, 2)`, non-ASCII kept."""
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool runs against: the graph, and how much text one answer may hold."""
+
+    graph: KnowledgeGraph
+    response_budget: int = 0
+    """About how many tokens of text one read answer may hold; 0 means unlimited."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +68,7 @@ class ToolSpec:
     output_schema: dict[str, Any]
     annotations: types.ToolAnnotations
     arguments: type[ToolArgs]
-    run: Callable[[KnowledgeGraph, Any], ToolOutput]
+    run: Callable[[ToolContext, Any], ToolOutput]
 
     def listing(self) -> types.Tool:
         return types.Tool(

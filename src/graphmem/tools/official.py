@@ -12,9 +12,8 @@ from typing import Any
 from pydantic import Field
 
 from graphmem import schemas
-from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
-from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolOutput, ToolSpec, dump_json, plural
+from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
 
 __all__ = ["OFFICIAL_TOOLS"]
 
@@ -83,8 +82,8 @@ def _delete_result(message: str) -> ToolOutput:
 # -- the nine official tools ---------------------------------------------------
 
 
-def create_entities(graph: KnowledgeGraph, args: _CreateEntitiesArgs) -> ToolOutput:
-    result = graph.create_entities(
+def create_entities(ctx: ToolContext, args: _CreateEntitiesArgs) -> ToolOutput:
+    result = ctx.graph.create_entities(
         [Entity(item.name, item.entity_type, tuple(item.observations)) for item in args.entities]
     )
     created = [entity.to_wire() for entity in result.created]
@@ -107,8 +106,8 @@ def create_entities(graph: KnowledgeGraph, args: _CreateEntitiesArgs) -> ToolOut
     return ToolOutput(structured, dump_json(created), notes, changed=True)
 
 
-def create_relations(graph: KnowledgeGraph, args: _RelationsArgs) -> ToolOutput:
-    result = graph.create_relations([item.model() for item in args.relations])
+def create_relations(ctx: ToolContext, args: _RelationsArgs) -> ToolOutput:
+    result = ctx.graph.create_relations([item.model() for item in args.relations])
     created = [relation.to_wire() for relation in result.created]
     notes: tuple[str, ...] = ()
     if result.missing_entities:
@@ -121,24 +120,24 @@ def create_relations(graph: KnowledgeGraph, args: _RelationsArgs) -> ToolOutput:
     return ToolOutput({"relations": created}, dump_json(created), notes, changed=True)
 
 
-def add_observations(graph: KnowledgeGraph, args: _AddObservationsArgs) -> ToolOutput:
-    results = graph.add_observations(
+def add_observations(ctx: ToolContext, args: _AddObservationsArgs) -> ToolOutput:
+    results = ctx.graph.add_observations(
         [ObservationAddition(item.entity_name, tuple(item.contents)) for item in args.observations]
     )
     wire = [result.to_wire() for result in results]
     return ToolOutput({"results": wire}, dump_json(wire), changed=True)
 
 
-def delete_entities(graph: KnowledgeGraph, args: _DeleteEntitiesArgs) -> ToolOutput:
-    outcome = graph.delete_entities(args.entity_names)
+def delete_entities(ctx: ToolContext, args: _DeleteEntitiesArgs) -> ToolOutput:
+    outcome = ctx.graph.delete_entities(args.entity_names)
     if not outcome.missing_entities:
         return _delete_result("Entities deleted successfully")
     missing = ", ".join(outcome.missing_entities)
     return _delete_result(f"Deleted {outcome.deleted} of {outcome.requested} entities. Not found: {missing}")
 
 
-def delete_observations(graph: KnowledgeGraph, args: _DeleteObservationsArgs) -> ToolOutput:
-    outcome = graph.delete_observations(
+def delete_observations(ctx: ToolContext, args: _DeleteObservationsArgs) -> ToolOutput:
+    outcome = ctx.graph.delete_observations(
         [ObservationDeletion(item.entity_name, tuple(item.observations)) for item in args.deletions]
     )
     if outcome.deleted == outcome.requested and not outcome.missing_entities:
@@ -149,8 +148,8 @@ def delete_observations(graph: KnowledgeGraph, args: _DeleteObservationsArgs) ->
     return _delete_result(message)
 
 
-def delete_relations(graph: KnowledgeGraph, args: _RelationsArgs) -> ToolOutput:
-    outcome = graph.delete_relations([item.model() for item in args.relations])
+def delete_relations(ctx: ToolContext, args: _RelationsArgs) -> ToolOutput:
+    outcome = ctx.graph.delete_relations([item.model() for item in args.relations])
     if outcome.deleted == outcome.requested:
         return _delete_result("Relations deleted successfully")
     return _delete_result(f"Deleted {outcome.deleted} of {outcome.requested} relations. The rest matched nothing.")
@@ -160,16 +159,16 @@ def _graph_output(wire: dict[str, Any]) -> ToolOutput:
     return ToolOutput(wire, dump_json(wire))
 
 
-def read_graph(graph: KnowledgeGraph, args: _NoArgs) -> ToolOutput:
-    return _graph_output(graph.read_graph().to_wire())
+def read_graph(ctx: ToolContext, args: _NoArgs) -> ToolOutput:
+    return _graph_output(ctx.graph.read_graph().to_wire())
 
 
-def search_nodes(graph: KnowledgeGraph, args: _SearchArgs) -> ToolOutput:
-    return _graph_output(graph.search_nodes(args.query).to_wire())
+def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
+    return _graph_output(ctx.graph.search_nodes(args.query).to_wire())
 
 
-def open_nodes(graph: KnowledgeGraph, args: _OpenArgs) -> ToolOutput:
-    return _graph_output(graph.open_nodes(args.names).to_wire())
+def open_nodes(ctx: ToolContext, args: _OpenArgs) -> ToolOutput:
+    return _graph_output(ctx.graph.open_nodes(args.names).to_wire())
 
 
 _NAMES = {"type": "array", "items": {"type": "string"}}

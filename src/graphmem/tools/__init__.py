@@ -1,6 +1,8 @@
 """The MCP tools: wire schema in, one graph call, result out.
 
-`base` defines what a tool is; each other module holds one family of tools.
+`base` defines what a tool is and `budget` keeps read answers within what a client
+can take; each other module holds one family of tools. `ALL_TOOLS` lists every tool
+graphmem has; the toolsets choose which of them a server lists.
 """
 
 from graphmem.tools.base import ToolContext, ToolOutput, ToolSpec, dump_json
@@ -8,4 +10,7 @@ from graphmem.tools.official import OFFICIAL_TOOLS
 
 TOOLS = OFFICIAL_TOOLS
 
-__all__ = ["OFFICIAL_TOOLS", "TOOLS", "ToolContext", "ToolOutput", "ToolSpec", "dump_json"]
+# Every family appends its tuple here.
+ALL_TOOLS: tuple[ToolSpec, ...] = OFFICIAL_TOOLS
+
+__all__ = ["ALL_TOOLS", "OFFICIAL_TOOLS", "TOOLS", "ToolContext", "ToolOutput", "ToolSpec", "dump_json"]

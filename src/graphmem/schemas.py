@@ -12,7 +12,9 @@ from typing import Any
 __all__ = [
     "DELETE_RESULT",
     "ENTITY",
+    "GRAPH_PAGE_RESULT",
     "GRAPH_RESULT",
+    "TRUNCATED",
     "RELATION",
     "closed",
     "input_schema",
@@ -76,5 +78,26 @@ GRAPH_RESULT = output_schema(
     },
     ["entities", "relations"],
 )
+
+TRUNCATED: dict[str, Any] = {
+    "type": "object",
+    "description": "Present when the answer was cut to fit the response budget",
+    "properties": {
+        "omittedEntities": {"type": "integer", "description": "How many entities were left out"},
+        "nextOffset": {"type": "integer", "description": "The offset that continues where this answer stopped"},
+    },
+    "required": ["omittedEntities", "nextOffset"],
+    "additionalProperties": False,
+}
+
+GRAPH_PAGE_RESULT = output_schema(
+    {
+        "entities": {"type": "array", "items": closed(ENTITY)},
+        "relations": {"type": "array", "items": closed(RELATION)},
+        "truncated": TRUNCATED,
+    },
+    ["entities", "relations"],
+)
+"""A graph answer that may be cut to the response budget: `truncated` says what is left."""
 
 DELETE_RESULT = output_schema({"success": {"type": "boolean"}, "message": {"type": "string"}}, ["success", "message"])

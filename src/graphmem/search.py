@@ -74,14 +74,10 @@ def word_search(
     queries: Sequence[str], *, entity_type: str | None = None, limit: int | None = None, offset: int = 0
 ) -> WordSearch:
     """The search the store runs for these queries (an entity may match any of them)."""
-    terms: list[Term] = []
-    for query in queries:
-        for word in query_terms(query):
-            # A word found whole counts twice (once as itself, once as a prefix), so
-            # "ann" ranks Ann above Annual.
-            terms.append(Term(word))
-            if len(word) >= _MIN_PREFIX:
-                terms.append(Term(word, prefix=True))
+    # One term per word: the word itself or, when long enough, any word it starts.
+    # Looking for the exact form as well (so "ann" ranks Ann above Annual) measured no
+    # better on the quality set and costs a fifth more time on long questions.
+    terms = [Term(word, prefix=len(word) >= _MIN_PREFIX) for query in queries for word in query_terms(query)]
     return WordSearch(
         needles=tuple(dict.fromkeys(query.lower() for query in queries)),
         terms=tuple(dict.fromkeys(terms)),

@@ -21,7 +21,7 @@ from typing import Any
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity, Relation
 from graphmem.storage.base import FieldHits, StoreCounts, map_backend_errors, map_driver_errors
-from graphmem.storage.words import SearchHit, Term, WordSearch
+from graphmem.storage.words import SearchHit, Term, WordSearch, is_common
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -93,48 +93,39 @@ def _fts_query(terms: Sequence[Term]) -> str | None:
 
 
 def _official_queries(search: WordSearch) -> list[tuple[str, dict[str, Any]]]:
-    """Queries whose rows are the ids of entities containing a needle (the official match)."""
-    typed = search.entity_type is not None
+    """Queries for the ids of the entities containing a needle (the official match).
+
+    Each query's ids are distinct, so one that returns fewer rows than its LIMIT is complete.
+    """
+    of_type = " AND e.entity_type = :type" if search.entity_type is not None else ""
+    join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
     queries: list[tuple[str, dict[str, Any]]] = []
     for needle in dict.fromkeys(search.needles):
-        params: dict[str, Any] = {"needle": needle, "phrase": _fts_phrase(needle), "type": search.entity_type}
-        of_type = " AND e.entity_type = :type" if typed else ""
-        join_entity = " JOIN entities AS e ON e.id = o.entity_id" if typed else ""
+        params = {"needle": needle, "phrase": _fts_phrase(needle), "type": search.entity_type}
         if not needle:
             # Every text contains the empty string.
             queries.append(("SELECT e.id FROM entities AS e WHERE 1" + of_type, params))
-        elif len(needle) >= _TRIGRAM:
-            queries.append(
-                (
-                    "SELECT e.id FROM entity_text JOIN entities AS e ON e.id = entity_text.rowid"
-                    " WHERE entity_text MATCH :phrase"
-                    " AND (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)" + of_type,
-                    params,
-                )
-            )
-            queries.append(
-                (
-                    "SELECT DISTINCT o.entity_id FROM observation_text"
-                    " JOIN observations AS o ON o.id = observation_text.rowid" + join_entity + ""
-                    " WHERE observation_text MATCH :phrase AND instr(o.content_lc, :needle) > 0" + of_type,
-                    params,
-                )
+            continue
+        if len(needle) >= _TRIGRAM:
+            # The trigram index narrows the rows; instr() keeps the answer exact.
+            entities = "entity_text JOIN entities AS e ON e.id = entity_text.rowid WHERE entity_text MATCH :phrase AND"
+            observations = (
+                "observation_text JOIN observations AS o ON o.id = observation_text.rowid"
+                f"{join_entity} WHERE observation_text MATCH :phrase AND"
             )
         else:
-            queries.append(
-                (
-                    "SELECT e.id FROM entities AS e"
-                    " WHERE (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)" + of_type,
-                    params,
-                )
+            entities = "entities AS e WHERE"
+            observations = f"observations AS o{join_entity} WHERE"
+        queries.append(
+            (
+                f"SELECT e.id FROM {entities} (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)"
+                + of_type,
+                params,
             )
-            queries.append(
-                (
-                    "SELECT DISTINCT o.entity_id FROM observations AS o" + join_entity + ""
-                    " WHERE instr(o.content_lc, :needle) > 0" + of_type,
-                    params,
-                )
-            )
+        )
+        queries.append(
+            (f"SELECT DISTINCT o.entity_id FROM {observations} instr(o.content_lc, :needle) > 0" + of_type, params)
+        )
     return queries
 
 
@@ -355,7 +346,7 @@ class SQLiteStore:
         if self._writing:
             # A search inside a write transaction sees what the transaction wrote.
             self._refresh_word_index()
-        query = _fts_query(search.terms)
+        query = _fts_query(self._informative_terms(search.terms))
         end = None if search.limit is None else search.offset + search.limit
         official = self._official_ids(search, None if end is None else _MANY_OFFICIAL)
         ranked: list[tuple[int, bool, float]]
@@ -363,7 +354,7 @@ class SQLiteStore:
             assert end is not None  # without a limit every official match is counted
             ranked = self._walk_best_words(search, query, end)
         else:
-            scores = self._scores(search, query, official) if query else {}
+            scores = self._scores(search, query, official) if query and official else {}
             ranked = [(i, True, scores.get(i, 0.0)) for i in sorted(official, key=lambda i: (-scores.get(i, 0.0), i))]
             wanted = search.max_word_matches if end is None else end - len(ranked)
             if query and wanted > 0:
@@ -377,14 +368,29 @@ class SQLiteStore:
         )
         return [SearchHit(names[i], is_official, score) for i, is_official, score in page]
 
+    def _informative_terms(self, terms: Sequence[Term]) -> Sequence[Term]:
+        """The terms without those found in half of the entities or more, unless all are."""
+        if not terms:
+            return terms
+        (rows,) = self._conn.execute("SELECT count(*) FROM entities").fetchone()
+        informative = []
+        for term in terms:
+            # Counting stops at half the rows: past that a term is common, whatever its count.
+            (matches,) = self._conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM entity_words WHERE entity_words MATCH ? LIMIT ?)",
+                (_fts_query([term]), (rows + 1) // 2),
+            ).fetchone()
+            if not is_common(matches, rows):
+                informative.append(term)
+        return informative or terms
+
     def _official_ids(self, search: WordSearch, cap: int | None) -> set[int] | None:
         """Ids of the entities containing a needle, or None when there are more than `cap`."""
         found: set[int] = set()
         for sql, params in _official_queries(search):
-            if cap is not None:
-                sql += f" LIMIT {cap + 1 - len(found)}"
-            found.update(entity_id for (entity_id,) in self._conn.execute(sql, params))
-            if cap is not None and len(found) > cap:
+            rows = self._conn.execute(sql if cap is None else f"{sql} LIMIT {cap + 1}", params).fetchall()
+            found.update(entity_id for (entity_id,) in rows)
+            if cap is not None and (len(rows) > cap or len(found) > cap):
                 return None
         return found
 
@@ -421,23 +427,26 @@ class SQLiteStore:
         They are then nearly all word matches too, so walking the word matches best first
         and keeping the official ones finds the best official matches after a few rows.
         """
+        if not query:
+            # No word to rank by: the official matches in creation order, each query cut by SQLite.
+            first: set[int] = set()
+            for official_sql, official_params in _official_queries(search):
+                rows = self._conn.execute(f"{official_sql} ORDER BY 1 LIMIT {end}", official_params)
+                first.update(entity_id for (entity_id,) in rows)
+            return [(entity_id, True, 0.0) for entity_id in sorted(first)[:end]]
         official: list[tuple[int, float]] = []
         words_only: list[tuple[int, float]] = []
-        if query:
-            sql, params = self._word_matches_sql(search)
-            cursor = self._conn.execute(sql + " ORDER BY score DESC, entity_words.rowid", (*params, query))
-            try:
-                while len(official) < end:
-                    chunk = cursor.fetchmany(_WALK_CHUNK)
-                    if not chunk:
-                        break
-                    found = self._official_among([entity_id for entity_id, _ in chunk], search.needles)
-                    for entity_id, score in chunk:
-                        (official if entity_id in found else words_only).append((entity_id, score))
-                else:
-                    return [(entity_id, True, score) for entity_id, score in official[:end]]
-            finally:
-                cursor.close()
+        sql, params = self._word_matches_sql(search)
+        cursor = self._conn.execute(sql + " ORDER BY score DESC, entity_words.rowid", (*params, query))
+        try:
+            while len(official) < end and (chunk := cursor.fetchmany(_WALK_CHUNK)):
+                found = self._official_among([entity_id for entity_id, _ in chunk], search.needles)
+                for entity_id, score in chunk:
+                    (official if entity_id in found else words_only).append((entity_id, score))
+        finally:
+            cursor.close()
+        if len(official) >= end:
+            return [(entity_id, True, score) for entity_id, score in official[:end]]
         # Every word match was seen: the official matches that matched no word come next.
         seen = {entity_id for entity_id, _ in official}
         unscored = sorted((self._official_ids(search, None) or set()) - seen)

@@ -30,6 +30,7 @@ __all__ = [
     "WordSearch",
     "bm25",
     "index_words",
+    "is_common",
     "stem",
     "tokenize",
 ]
@@ -56,6 +57,10 @@ class WordSearch:
     within each, the higher BM25 score over `terms` first, then creation order. The
     answer is the slice `offset`, `offset + limit` of that order; without a limit, all
     official matches and the best `max_word_matches` word matches, from `offset` on.
+
+    A term found in half of all entities or more (`is_common`) is left out when another
+    term is rarer: BM25 gives it no weight ("entity" in a memory of "entity-N" names),
+    and matching it would only add every entity to the candidates.
     """
 
     needles: tuple[str, ...]
@@ -317,6 +322,9 @@ class WordDocument:
 def bm25(documents: Sequence[WordDocument], terms: Sequence[Term], weights: Sequence[float]) -> dict[int, float]:
     """FTS5's `bm25()` (negated, so higher is better) of every document matching a term.
 
+    Terms found in half of the documents or more are left out first when another term
+    is rarer (see `WordSearch`): FTS5 gives them no weight, only cost.
+
     Args:
         documents: every row of the index; their number and lengths set the statistics.
         terms: the query, as FTS5's `term OR term* OR ...`.
@@ -338,12 +346,29 @@ def bm25(documents: Sequence[WordDocument], terms: Sequence[Term], weights: Sequ
             if frequency:
                 hits[index] = frequency
         frequencies.append(hits)
-    scores: dict[int, float] = {}
-    for hits in frequencies:
-        # A term in more than half of the rows would get a negative IDF; FTS5 floors it.
+    informative = [hits for hits in frequencies if not is_common(len(hits), rows)] or frequencies
+    idfs = []
+    for hits in informative:
+        # A term in half of the rows or more would get an IDF of 0 or less; FTS5 floors it.
         idf = math.log((rows - len(hits) + 0.5) / (len(hits) + 0.5))
-        idf = idf if idf > 0 else 1e-6
-        for index, frequency in hits.items():
-            norm = _K1 * (1 - _B + _B * documents[index].length / average)
-            scores[index] = scores.get(index, 0.0) + idf * frequency * (_K1 + 1) / (frequency + norm)
+        idfs.append(idf if idf > 0.0 else 1e-6)
+    scores: dict[int, float] = {}
+    for index in sorted({index for hits in informative for index in hits}):
+        # The operations of fts5Bm25Function in its order, so the floats are the same bits
+        # and ties break the same way on both backends.
+        length = float(documents[index].length)
+        score = 0.0
+        for idf, hits in zip(idfs, informative, strict=True):
+            frequency = hits.get(index, 0.0)
+            score += idf * ((frequency * (_K1 + 1.0)) / (frequency + _K1 * (1 - _B + _B * length / average)))
+        scores[index] = score
     return scores
+
+
+def is_common(matches: int, rows: int) -> bool:
+    """Whether a term found in `matches` of `rows` documents is too common to rank by.
+
+    That is where BM25's IDF, log((rows - matches + 0.5) / (matches + 0.5)), stops being
+    positive: FTS5 then floors it to 1e-6.
+    """
+    return 2 * matches >= rows

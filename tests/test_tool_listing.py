@@ -2,8 +2,10 @@
 
 `fixtures/official_tools_list.json` is the raw `tools/list` answer of the official
 server (2026.8.31). Ours must match it except for what graphmem adds on purpose:
-`maxLength` on `search_nodes.query`, the optional `skipped` list in the result of
-`create_entities`, and a guidance sentence after each official description.
+`search_nodes` takes a list of queries too (with `maxLength` on each), and the optional
+`entityType`, `limit` and `offset`; the optional `skipped` list in the result of
+`create_entities` and `truncated` in the result of `search_nodes`; and a guidance
+sentence after each official description.
 """
 
 from __future__ import annotations
@@ -64,19 +66,65 @@ async def test_each_description_starts_with_the_official_one_and_adds_guidance(c
 
 
 @pytest.mark.parametrize("name", list(OFFICIAL_BY_NAME))
-async def test_input_schemas_are_the_official_ones_apart_from_the_query_length_limit(client, name):
+async def test_input_schemas_are_the_official_ones_apart_from_the_search_additions(client, name):
     ours = copy.deepcopy((await listed(client))[name]["inputSchema"])
     if name == "search_nodes":
-        assert ours["properties"]["query"].pop("maxLength") == 2048
+        official_query = OFFICIAL_BY_NAME[name]["inputSchema"]["properties"]["query"]
+        assert list(ours["properties"]) == ["query", "entityType", "limit", "offset"]
+        assert ours["required"] == ["query"]
+        query = ours["properties"]["query"]
+        # Still first, still described as upstream; a string or a list of strings.
+        assert query["description"] == official_query["description"]
+        assert query["anyOf"][0] == {"type": "string", "maxLength": 2048}
+        assert query["anyOf"][1]["type"] == "array"
+        assert query["anyOf"][1]["items"] == {"type": "string", "maxLength": 2048}
+        assert query["anyOf"][1]["minItems"] == 1
+        assert ours["properties"]["entityType"]["type"] == "string"
+        assert ours["properties"]["limit"] | {"description": ""} == {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 1000,
+            "description": "",
+        }
+        assert ours["properties"]["offset"] | {"description": ""} == {
+            "type": "integer",
+            "minimum": 0,
+            "default": 0,
+            "description": "",
+        }
+        for added in ("entityType", "limit", "offset"):
+            ours["properties"].pop(added)
+        ours["properties"]["query"] = official_query
     assert ours == OFFICIAL_BY_NAME[name]["inputSchema"]
 
 
+# The optional properties graphmem adds to an official result, by tool.
+_ADDED_OUTPUTS: dict[str, dict[str, Any]] = {
+    "create_entities": {"skipped": {"type": "array", "items": {"type": "string"}}},
+    "search_nodes": {
+        "truncated": {
+            "type": "object",
+            "description": "Present when the answer was cut to fit the response budget",
+            "properties": {
+                "omittedEntities": {"type": "integer", "description": "How many entities were left out"},
+                "nextOffset": {
+                    "type": "integer",
+                    "description": "The offset that continues where this answer stopped",
+                },
+            },
+            "required": ["omittedEntities", "nextOffset"],
+            "additionalProperties": False,
+        }
+    },
+}
+
+
 @pytest.mark.parametrize("name", list(OFFICIAL_BY_NAME))
-async def test_output_schemas_are_the_official_ones_apart_from_the_optional_skipped_list(client, name):
+async def test_output_schemas_are_the_official_ones_apart_from_named_optional_additions(client, name):
     ours = copy.deepcopy((await listed(client))[name]["outputSchema"])
-    if name == "create_entities":
-        assert ours["properties"].pop("skipped") == {"type": "array", "items": {"type": "string"}}
-        assert "skipped" not in ours["required"]
+    for added, schema in _ADDED_OUTPUTS.get(name, {}).items():
+        assert ours["properties"].pop(added) == schema
+        assert added not in ours["required"]
     assert ours == OFFICIAL_BY_NAME[name]["outputSchema"]
 
 
@@ -95,6 +143,10 @@ async def test_an_unknown_tool_is_a_tool_error_that_names_the_tool(client):
     ("tool", "arguments", "field"),
     [
         ("search_nodes", {"query": 5}, "query"),
+        ("search_nodes", {"query": ["ok", 5]}, "query"),
+        ("search_nodes", {"query": "x", "limit": "10"}, "limit"),
+        ("search_nodes", {"query": "x", "offset": 1.5}, "offset"),
+        ("search_nodes", {"query": "x", "entityType": 3}, "entityType"),
         ("create_entities", {"entities": "Alice"}, "entities"),
         ("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": "x"}]}, "observations"),
         ("create_relations", {"relations": [{"from": "A", "to": 7, "relationType": "r"}]}, "relations[0].to"),

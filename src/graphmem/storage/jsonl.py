@@ -629,7 +629,7 @@ class JsonlStore:
                 continue
             previous = best.get(entity.name)
             if previous is not None:
-                # Entities sharing a name (kept from a file) rank as one, at the first's place.
+                # Entities sharing a name (kept from a file) rank as one, where the first match is.
                 official, score, position = official or previous[0], max(score, previous[1]), previous[2]
             best[entity.name] = (official, score, position)
         ordered = sorted(best.items(), key=lambda item: (not item[1][0], -item[1][1], item[1][2]))

@@ -2,8 +2,9 @@
 
 `fixtures/official_tools_list.json` is the raw `tools/list` answer of the official
 server (2026.8.31). Ours must match it except for what graphmem adds on purpose:
-`maxLength` on `search_nodes.query`, the optional `skipped` list in the result of
-`create_entities`, and a guidance sentence after each official description.
+`maxLength` on `search_nodes.query`, optional arguments and result keys (the `skipped`
+list of `create_entities`, paging and modes of `read_graph`, `truncated` on answers cut
+to the response budget), and a guidance sentence after each official description.
 """
 
 from __future__ import annotations
@@ -63,20 +64,38 @@ async def test_each_description_starts_with_the_official_one_and_adds_guidance(c
     assert len(ours) > len(official) + 2
 
 
+# What graphmem adds on purpose, property by property: optional inputs and outputs.
+INPUT_ADDITIONS = {"read_graph": {"entityType", "offset", "limit", "mode"}}
+OUTPUT_ADDITIONS = {
+    "create_entities": {"skipped"},
+    "read_graph": {"names", "summary", "totalEntities", "truncated"},
+    "open_nodes": {"truncated"},
+}
+
+
 @pytest.mark.parametrize("name", list(OFFICIAL_BY_NAME))
-async def test_input_schemas_are_the_official_ones_apart_from_the_query_length_limit(client, name):
+async def test_input_schemas_are_the_official_ones_apart_from_optional_additions(client, name):
     ours = copy.deepcopy((await listed(client))[name]["inputSchema"])
     if name == "search_nodes":
         assert ours["properties"]["query"].pop("maxLength") == 2048
+    for added in INPUT_ADDITIONS.get(name, ()):
+        ours["properties"].pop(added)
+        assert added not in ours.get("required", [])
     assert ours == OFFICIAL_BY_NAME[name]["inputSchema"]
 
 
 @pytest.mark.parametrize("name", list(OFFICIAL_BY_NAME))
-async def test_output_schemas_are_the_official_ones_apart_from_the_optional_skipped_list(client, name):
+async def test_output_schemas_are_the_official_ones_apart_from_optional_additions(client, name):
     ours = copy.deepcopy((await listed(client))[name]["outputSchema"])
     if name == "create_entities":
-        assert ours["properties"].pop("skipped") == {"type": "array", "items": {"type": "string"}}
-        assert "skipped" not in ours["required"]
+        assert ours["properties"]["skipped"] == {"type": "array", "items": {"type": "string"}}
+    for added in OUTPUT_ADDITIONS.get(name, ()):
+        ours["properties"].pop(added)
+        assert added not in ours["required"]
+    if name == "read_graph":
+        # Its modes answer with different keys, so none can be required.
+        assert ours["required"] == []
+        ours["required"] = ["entities", "relations"]
     assert ours == OFFICIAL_BY_NAME[name]["outputSchema"]
 
 

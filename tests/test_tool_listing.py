@@ -36,9 +36,9 @@ async def listed(client) -> dict[str, dict[str, Any]]:
     return {tool.name: tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in result.tools}
 
 
-async def test_the_tools_are_the_official_nine_in_the_official_order(client):
+async def test_the_official_nine_come_first_in_the_official_order(client):
     result = await client.list_tools()
-    assert [tool.name for tool in result.tools] == [tool["name"] for tool in OFFICIAL]
+    assert [tool.name for tool in result.tools][:9] == [tool["name"] for tool in OFFICIAL]
 
 
 async def test_every_tool_has_exactly_the_official_keys(client):

@@ -8,9 +8,7 @@ graphmem has; the toolsets choose which of them a server lists.
 from graphmem.tools.base import ToolContext, ToolOutput, ToolSpec, dump_json
 from graphmem.tools.official import OFFICIAL_TOOLS
 
-TOOLS = OFFICIAL_TOOLS
-
 # Every family appends its tuple here.
 ALL_TOOLS: tuple[ToolSpec, ...] = OFFICIAL_TOOLS
 
-__all__ = ["ALL_TOOLS", "OFFICIAL_TOOLS", "TOOLS", "ToolContext", "ToolOutput", "ToolSpec", "dump_json"]
+__all__ = ["ALL_TOOLS", "OFFICIAL_TOOLS", "ToolContext", "ToolOutput", "ToolSpec", "dump_json"]

@@ -113,6 +113,14 @@ class KnowledgeGraph:
             self._check_name(f"{field}[{index}].to", relation.to)
             self._check_name(f"{field}[{index}].relationType", relation.relation_type)
 
+    def check_names(self, field: str, names: Sequence[str]) -> None:
+        """Refuse a list of names over the batch limit, or with a name too long or not valid text.
+
+        Raises:
+            InvalidInputError: naming the field (and the item) and the problem.
+        """
+        self._check_names(field, names)
+
     def _check_names(self, field: str, names: Sequence[str]) -> None:
         self._check_batch(field, names)
         for index, name in enumerate(names):

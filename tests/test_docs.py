@@ -8,12 +8,12 @@ import pytest
 
 from graphmem.cli import cli
 from graphmem.limits import Limits
-from graphmem.tools import TOOLS
+from graphmem.tools import ALL_TOOLS
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("tool", TOOLS, ids=lambda tool: tool.name)
+@pytest.mark.parametrize("tool", ALL_TOOLS, ids=lambda tool: tool.name)
 def test_every_tool_is_in_the_readme_and_has_a_description(tool):
     assert f"`{tool.name}`" in README
     assert len(tool.description) > 40

@@ -54,6 +54,22 @@ def memory_options(command: F) -> F:
 def serve_options(command: F) -> F:
     """The options of serving, on `serve` and on the bare `graphmem` that serves by default."""
     command = click.option(
+        "--tools",
+        "tools",
+        default=None,
+        metavar="NAME,NAME",
+        help="List exactly these tools, comma-separated (env GRAPHMEM_TOOLS); wins over --toolset.",
+    )(command)
+    command = click.option(
+        "--toolset",
+        type=click.Choice(["official", "default", "all"], case_sensitive=False),
+        default=None,
+        help=(
+            "Which tools to list: official (the official server's nine), default (a lean set of at most "
+            "20 for daily use) or all (env GRAPHMEM_TOOLSET)."
+        ),
+    )(command)
+    command = click.option(
         "--response-budget",
         type=click.IntRange(min=0),
         default=None,
@@ -67,7 +83,12 @@ def serve_options(command: F) -> F:
 
 
 def _settings(
-    ctx: click.Context, memory_file: str | None, strict: bool | None, response_budget: int | None = None
+    ctx: click.Context,
+    memory_file: str | None,
+    strict: bool | None,
+    response_budget: int | None = None,
+    toolset: str | None = None,
+    tools: str | None = None,
 ) -> Settings:
     parent = ctx.find_root().params
     try:
@@ -75,6 +96,8 @@ def _settings(
             memory_file=memory_file or parent.get("memory_file"),
             strict=strict if strict is not None else parent.get("strict"),
             response_budget=response_budget if response_budget is not None else parent.get("response_budget"),
+            toolset=toolset or parent.get("toolset"),
+            tools=tools if tools is not None else parent.get("tools"),
         )
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
@@ -92,13 +115,27 @@ def _open_graph(settings: Settings) -> KnowledgeGraph:
 @serve_options
 @click.version_option(__version__, prog_name="graphmem")
 @click.pass_context
-def cli(ctx: click.Context, memory_file: str | None, strict: bool | None, response_budget: int | None) -> None:
+def cli(
+    ctx: click.Context,
+    memory_file: str | None,
+    strict: bool | None,
+    response_budget: int | None,
+    toolset: str | None,
+    tools: str | None,
+) -> None:
     """graphmem: persistent knowledge-graph memory for AI agents, over MCP.
 
     Run with no command to serve MCP over stdio.
     """
     if ctx.invoked_subcommand is None:
-        ctx.invoke(serve, memory_file=memory_file, strict=strict, response_budget=response_budget)
+        ctx.invoke(
+            serve,
+            memory_file=memory_file,
+            strict=strict,
+            response_budget=response_budget,
+            toolset=toolset,
+            tools=tools,
+        )
 
 
 @cli.command(name="serve")
@@ -117,10 +154,12 @@ def serve(
     memory_file: str | None,
     strict: bool | None,
     response_budget: int | None = None,
+    toolset: str | None = None,
+    tools: str | None = None,
     log_level: str = "warning",
 ) -> None:
     """Serve MCP over stdio (what an MCP client starts)."""
-    settings = _settings(ctx, memory_file, strict, response_budget)
+    settings = _settings(ctx, memory_file, strict, response_budget, toolset, tools)
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format="graphmem %(levelname)s: %(message)s")
     # Imported here, not at the top: the MCP SDK takes over a second to import, and the
     # other commands (info, stats, import, export) do not need it.
@@ -129,7 +168,11 @@ def serve(
     from graphmem.server import build_server
     from graphmem.transports import run_stdio
 
-    anyio.run(run_stdio, build_server(settings))
+    try:
+        server = build_server(settings)
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    anyio.run(run_stdio, server)
 
 
 @cli.command(name="info")

@@ -16,13 +16,16 @@ import platformdirs
 from graphmem.errors import ConfigError
 from graphmem.limits import Limits
 
-__all__ = ["DEFAULT_RESPONSE_BUDGET", "Settings", "default_memory_path"]
+__all__ = ["DEFAULT_RESPONSE_BUDGET", "TOOLSET_NAMES", "Settings", "default_memory_path"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 # About what a client takes in one tool answer (Claude Code warns past 25,000 tokens).
 DEFAULT_RESPONSE_BUDGET = 25_000
+
+# The toolsets a server can list (their members are chosen in tools/toolsets.py).
+TOOLSET_NAMES = ("official", "default", "all")
 
 # Suffixes that keep the memory in the official JSONL format instead of SQLite.
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -71,12 +74,16 @@ class Settings:
         limits: per-call limits.
         response_budget: about how many tokens of text one read answer may hold before it is
             cut at an entity boundary (and says how to get the rest); 0 means unlimited.
+        toolset: which tools the server lists: `official`, `default` or `all`.
+        tools: an exact list of tool names to list instead of a toolset.
     """
 
     memory_path: Path = field(default_factory=default_memory_path)
     strict: bool = False
     limits: Limits = field(default_factory=Limits)
     response_budget: int = DEFAULT_RESPONSE_BUDGET
+    toolset: str = "default"
+    tools: tuple[str, ...] | None = None
 
     @property
     def backend(self) -> str:
@@ -91,6 +98,8 @@ class Settings:
         memory_file: str | None = None,
         strict: bool | None = None,
         response_budget: int | None = None,
+        toolset: str | None = None,
+        tools: str | None = None,
         cwd: Path | None = None,
     ) -> Settings:
         """Build settings from flags (which win) and the environment.
@@ -100,6 +109,8 @@ class Settings:
             memory_file: the `--memory-file` flag, if given.
             strict: the `--strict` flag, if given.
             response_budget: the `--response-budget` flag, if given.
+            toolset: the `--toolset` flag, if given.
+            tools: the `--tools` flag (comma-separated names), if given.
             cwd: the directory relative paths resolve against; the working directory when None.
         """
         env = os.environ if environ is None else environ
@@ -124,4 +135,10 @@ class Settings:
             response_budget = _parse_budget(env.get("GRAPHMEM_RESPONSE_BUDGET", "").strip())
         elif response_budget < 0:
             raise ConfigError("--response-budget", str(response_budget), _BUDGET_HINT)
-        return cls(memory_path=path, strict=strict, response_budget=response_budget)
+        toolset_key = "--toolset" if toolset else "GRAPHMEM_TOOLSET"
+        toolset = (toolset or env.get("GRAPHMEM_TOOLSET", "").strip() or "default").lower()
+        if toolset not in TOOLSET_NAMES:
+            raise ConfigError(toolset_key, toolset, f"Choose one of: {', '.join(TOOLSET_NAMES)}.")
+        raw_tools = tools if tools is not None else env.get("GRAPHMEM_TOOLS", "").strip() or None
+        tool_names = None if raw_tools is None else tuple(name.strip() for name in raw_tools.split(",") if name.strip())
+        return cls(memory_path=path, strict=strict, response_budget=response_budget, toolset=toolset, tools=tool_names)

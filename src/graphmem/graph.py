@@ -20,9 +20,12 @@ from graphmem.models import (
     AddedObservations,
     DeleteOutcome,
     Entity,
+    EntityOutline,
     Graph,
+    GraphPage,
     ObservationAddition,
     ObservationDeletion,
+    OutlinePage,
     Relation,
 )
 from graphmem.storage.base import Store, StoreCounts
@@ -109,6 +112,14 @@ class KnowledgeGraph:
             self._check_name(f"{field}[{index}].from", relation.from_)
             self._check_name(f"{field}[{index}].to", relation.to)
             self._check_name(f"{field}[{index}].relationType", relation.relation_type)
+
+    def check_names(self, field: str, names: Sequence[str]) -> None:
+        """Refuse a list of names over the batch limit, or with a name too long or not valid text.
+
+        Raises:
+            InvalidInputError: naming the field (and the item) and the problem.
+        """
+        self._check_names(field, names)
 
     def _check_names(self, field: str, names: Sequence[str]) -> None:
         self._check_batch(field, names)
@@ -266,6 +277,70 @@ class KnowledgeGraph:
         """The whole graph, in creation order."""
         with self.store.read():
             return Graph(tuple(self.store.iter_entities()), tuple(self.store.iter_relations()))
+
+    def read_page(self, entity_type: str | None, offset: int, limit: int | None) -> GraphPage:
+        """A slice of the graph: entities in creation order, optionally of one type.
+
+        Relations are those with both ends in the slice, so the slice is consistent on
+        its own (as spec 004 pages read_graph); relations across pages are reached with
+        open_nodes or the traversal tools. Without filter or paging, this is read_graph.
+        """
+        self._check_page(entity_type, offset, limit)
+        with self.store.read():
+            if entity_type is None and offset == 0 and limit is None:
+                whole = Graph(tuple(self.store.iter_entities()), tuple(self.store.iter_relations()))
+                return GraphPage(whole, 0, len(whole.entities))
+            entities, total = self.store.page_entities(entity_type, offset, limit)
+            names = {entity.name for entity in entities}
+            relations = [
+                relation
+                for relation in self.store.relations_touching(list(names))
+                if relation.from_ in names and relation.to in names
+            ]
+        return GraphPage(Graph(tuple(entities), tuple(relations)), offset, total)
+
+    def read_head(self, limit: int) -> GraphPage:
+        """The first `limit` entities and every relation touching them.
+
+        When the graph has no more entities than that, this is exactly read_graph
+        (relations between entities that do not exist included).
+        """
+        with self.store.read():
+            entities, total = self.store.page_entities(None, 0, limit)
+            if total <= limit:
+                return GraphPage(Graph(tuple(entities), tuple(self.store.iter_relations())), 0, total)
+            relations = self.store.relations_touching([entity.name for entity in entities])
+        return GraphPage(Graph(tuple(entities), tuple(relations)), 0, total)
+
+    def outline_page(
+        self, entity_type: str | None, offset: int, limit: int | None, *, count_relations: bool = True
+    ) -> OutlinePage:
+        """Entities without their observations, with how many observations and relations each has.
+
+        With `count_relations` False every relation count is 0 (a names-only listing skips the query).
+        """
+        self._check_page(entity_type, offset, limit)
+        with self.store.read():
+            entities, total = self.store.page_entities(entity_type, offset, limit)
+            degree: dict[str, int] = {}
+            touching = self.store.relations_touching([e.name for e in entities]) if count_relations else []
+            for relation in touching:
+                degree[relation.from_] = degree.get(relation.from_, 0) + 1
+                if relation.to != relation.from_:
+                    degree[relation.to] = degree.get(relation.to, 0) + 1
+        outlines = tuple(
+            EntityOutline(entity.name, entity.entity_type, len(entity.observations), degree.get(entity.name, 0))
+            for entity in entities
+        )
+        return OutlinePage(outlines, offset, total)
+
+    def _check_page(self, entity_type: str | None, offset: int, limit: int | None) -> None:
+        if entity_type is not None:
+            self._check_text("entityType", entity_type, self.limits.max_name_length)
+        if offset < 0:
+            raise InvalidInputError("offset", f"is {offset}; give 0 or more.")
+        if limit is not None and limit < 1:
+            raise InvalidInputError("limit", f"is {limit}; give 1 or more, or leave it out for everything.")
 
     def iter_graph(self) -> tuple[Iterator[Entity], Iterator[Relation]]:
         """Stream the whole graph without holding it in memory (for exports).

@@ -69,6 +69,34 @@ class Graph:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphPage:
+    """One page of a read: its graph, where it starts, and how many entities match in all."""
+
+    graph: Graph
+    offset: int
+    total_entities: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntityOutline:
+    """An entity without its observations: what it is called, its type, and how much it holds."""
+
+    name: str
+    entity_type: str
+    observation_count: int
+    relation_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class OutlinePage:
+    """One page of entity outlines, where it starts, and how many entities match in all."""
+
+    outlines: tuple[EntityOutline, ...]
+    offset: int
+    total_entities: int
+
+
+@dataclass(frozen=True, slots=True)
 class ObservationAddition:
     """Observations to append to one existing entity."""
 

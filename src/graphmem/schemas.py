@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BOUNDED_GRAPH_RESULT",
     "DELETE_RESULT",
     "ENTITY",
-    "GRAPH_PAGE_RESULT",
     "GRAPH_RESULT",
+    "READ_GRAPH_INPUT",
+    "READ_GRAPH_RESULT",
     "RELATION",
     "TRUNCATED",
     "closed",
@@ -79,25 +81,62 @@ GRAPH_RESULT = output_schema(
     ["entities", "relations"],
 )
 
+DELETE_RESULT = output_schema({"success": {"type": "boolean"}, "message": {"type": "string"}}, ["success", "message"])
+
 TRUNCATED: dict[str, Any] = {
     "type": "object",
-    "description": "Present when the answer was cut to fit the response budget",
-    "properties": {
-        "omittedEntities": {"type": "integer", "description": "How many entities were left out"},
-        "nextOffset": {"type": "integer", "description": "The offset that continues where this answer stopped"},
-    },
+    "description": "Present when the answer was cut to the response budget: how many entities were left out "
+    "and the offset to continue from.",
+    "properties": {"omittedEntities": {"type": "integer"}, "nextOffset": {"type": "integer"}},
     "required": ["omittedEntities", "nextOffset"],
     "additionalProperties": False,
 }
 
-GRAPH_PAGE_RESULT = output_schema(
+# A graph answer that may be cut to the response budget: the official shape plus `truncated`.
+BOUNDED_GRAPH_RESULT = {
+    **GRAPH_RESULT,
+    "properties": {**GRAPH_RESULT["properties"], "truncated": TRUNCATED},
+}
+
+_OUTLINE_BASE = {"name": {"type": "string"}, "entityType": {"type": "string"}}
+
+READ_GRAPH_INPUT = input_schema(
     {
-        "entities": {"type": "array", "items": closed(ENTITY)},
-        "relations": {"type": "array", "items": closed(RELATION)},
+        "entityType": {"type": "string", "description": "Only entities of exactly this type"},
+        "offset": {"type": "integer", "minimum": 0, "description": "How many entities to skip (default 0)"},
+        "limit": {"type": "integer", "minimum": 1, "description": "How many entities to return at most"},
+        "mode": {
+            "type": "string",
+            "enum": ["full", "names", "summary"],
+            "description": "full: entities with observations and relations (default); names: names and types "
+            "only; summary: names, types and how many observations and relations each has",
+        },
+    },
+    [],
+)
+
+# Which keys are present depends on `mode`, so none is required; a plain call answers
+# with `entities` and `relations` exactly as the official server does.
+READ_GRAPH_RESULT = output_schema(
+    {
+        "entities": GRAPH_RESULT["properties"]["entities"],
+        "relations": GRAPH_RESULT["properties"]["relations"],
+        "names": {"type": "array", "items": closed({"type": "object", "properties": _OUTLINE_BASE})},
+        "summary": {
+            "type": "array",
+            "items": closed(
+                {
+                    "type": "object",
+                    "properties": {
+                        **_OUTLINE_BASE,
+                        "observationCount": {"type": "integer"},
+                        "relationCount": {"type": "integer"},
+                    },
+                }
+            ),
+        },
+        "totalEntities": {"type": "integer", "description": "How many entities match, across all pages"},
         "truncated": TRUNCATED,
     },
-    ["entities", "relations"],
+    [],
 )
-"""A graph answer that may be cut to the response budget: `truncated` says what is left."""
-
-DELETE_RESULT = output_schema({"success": {"type": "boolean"}, "message": {"type": "string"}}, ["success", "message"])

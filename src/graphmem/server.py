@@ -31,7 +31,8 @@ from graphmem.config import Settings
 from graphmem.errors import GraphmemError
 from graphmem.graph import KnowledgeGraph
 from graphmem.storage import open_store
-from graphmem.tools import TOOLS, ToolContext, ToolOutput, ToolSpec, dump_json
+from graphmem.tools import ALL_TOOLS, ToolContext, ToolOutput, ToolSpec, dump_json
+from graphmem.tools.toolsets import select_tools
 
 __all__ = ["GRAPH_URI", "AppState", "build_server", "initialization_options"]
 
@@ -90,8 +91,18 @@ def _tool_result(output: ToolOutput) -> types.CallToolResult:
     return types.CallToolResult(content=content, structured_content=output.structured)
 
 
-def build_server(settings: Settings, tools: tuple[ToolSpec, ...] = TOOLS) -> Server[AppState]:
-    """The MCP server for one memory, ready for any transport."""
+def build_server(settings: Settings, tools: tuple[ToolSpec, ...] | None = None) -> Server[AppState]:
+    """The MCP server for one memory, ready for any transport.
+
+    Args:
+        settings: the memory and how to serve it.
+        tools: the tools to list; by default those the settings' toolset (or tool list) chooses.
+
+    Raises:
+        ConfigError: the settings name a toolset or tool that does not exist.
+    """
+    if tools is None:
+        tools = select_tools(ALL_TOOLS, settings.toolset, settings.tools)
     specs = {spec.name: spec for spec in tools}
     listing = types.ListToolsResult(tools=[spec.listing() for spec in tools])
 

@@ -101,6 +101,17 @@ def test_get_entities_returns_known_names_in_creation_order_whatever_the_request
     assert found == [Entity("Alice", "person", ("likes tea", "lives in Oslo")), Entity("Acme", "org")]
 
 
+def test_page_entities_pages_in_creation_order_with_the_total(store: Store):
+    _fill(store)
+    alice = Entity("Alice", "person", ("likes tea", "lives in Oslo"))
+    with store.read():
+        assert store.page_entities(None, 0, None) == ([alice, Entity("Bob", "person"), Entity("Acme", "org")], 3)
+        assert store.page_entities(None, 1, 1) == ([Entity("Bob", "person")], 3)
+        assert store.page_entities("person", 0, 5) == ([alice, Entity("Bob", "person")], 2)
+        assert store.page_entities("person", 2, 5) == ([], 2)
+        assert store.page_entities("Person", 0, None) == ([], 0)
+
+
 def test_relations_touching_match_either_endpoint_including_dangling_ones(store: Store):
     _fill(store)
     with store.read():

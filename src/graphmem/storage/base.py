@@ -72,6 +72,16 @@ class Store(Protocol):
         """Every relation, in the order they were created."""
         ...
 
+    def page_entities(self, entity_type: str | None, offset: int, limit: int | None) -> tuple[list[Entity], int]:
+        """One page of entities in creation order, and how many there are in all.
+
+        Args:
+            entity_type: only entities of exactly this type; every entity when None.
+            offset: how many matching entities to skip.
+            limit: how many to return at most; all the rest when None.
+        """
+        ...
+
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:
         """Relations with either endpoint in `names`, in the order they were created."""
         ...

@@ -567,6 +567,11 @@ class JsonlStore:
             if row is not None:
                 yield row.value
 
+    def page_entities(self, entity_type: str | None, offset: int, limit: int | None) -> tuple[list[Entity], int]:
+        matching = [e for e in self.iter_entities() if entity_type is None or e.entity_type == entity_type]
+        page = matching[offset:] if limit is None else matching[offset : offset + limit]
+        return page, len(matching)
+
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:
         positions = {p for name in set(names) for p in self._by_endpoint.get(name, ())}
         return [row.value for p in sorted(positions) if (row := self._relations[p]) is not None]

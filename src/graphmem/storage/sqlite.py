@@ -273,6 +273,28 @@ class SQLiteStore:
         ):
             yield Relation(from_, to, relation_type, _extra(extra))
 
+    def page_entities(self, entity_type: str | None, offset: int, limit: int | None) -> tuple[list[Entity], int]:
+        where = "" if entity_type is None else " WHERE entity_type = ?1"
+        parameters: tuple[object, ...] = () if entity_type is None else (entity_type,)
+        (total,) = self._conn.execute(f"SELECT count(*) FROM entities{where}", parameters).fetchone()
+        rows = self._conn.execute(
+            f"SELECT id, name, entity_type, extra FROM entities{where} ORDER BY id LIMIT ? OFFSET ?",
+            (*parameters, -1 if limit is None else limit, offset),
+        ).fetchall()
+        observations: dict[int, list[str]] = {row[0]: [] for row in rows}
+        if rows:
+            for entity_id, content in self._conn.execute(
+                "SELECT entity_id, content FROM observations"
+                " WHERE entity_id IN (SELECT value FROM json_each(?)) ORDER BY entity_id, id",
+                (json.dumps(list(observations)),),
+            ):
+                observations[entity_id].append(content)
+        entities = [
+            Entity(name, entity_type_, tuple(observations[entity_id]), _extra(extra))
+            for entity_id, name, entity_type_, extra in rows
+        ]
+        return entities, total
+
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:
         rows = self._conn.execute(
             "SELECT from_name, to_name, relation_type, extra FROM relations WHERE id IN ("

@@ -13,12 +13,23 @@ per token, which is close for English and JSON and errs on the safe side.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from graphmem.models import Graph
 
-__all__ = ["CHARS_PER_TOKEN", "Fitted", "fit_graph", "truncation_note"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "SMALLEST_ENTITY",
+    "SMALLEST_OUTLINE",
+    "Fitted",
+    "fit_graph",
+    "cut_note",
+    "fit_items",
+    "most_that_fit",
+    "truncation_note",
+]
 
 CHARS_PER_TOKEN = 4
 
@@ -48,6 +59,19 @@ def _text_size(wire: dict[str, Any]) -> int:
     # more spaces of indent, and a comma and newline separate it from the next.
     text = json.dumps(wire, indent=2, ensure_ascii=False)
     return len(text) + 4 * (text.count("\n") + 1) + 2
+
+
+# The smallest an entity can be in an answer: no budget holds more entities than its
+# size over this, so a read need never fetch more than that many from the store.
+SMALLEST_ENTITY = _text_size({"name": "", "entityType": "", "observations": []})
+SMALLEST_OUTLINE = _text_size({"name": "", "entityType": ""})
+
+
+def most_that_fit(budget_tokens: int, smallest: int) -> int | None:
+    """An upper bound on how many items of at least `smallest` characters fit; None when unlimited."""
+    if budget_tokens <= 0:
+        return None
+    return budget_tokens * CHARS_PER_TOKEN // smallest + 1
 
 
 def fit_graph(graph: Graph, budget_tokens: int) -> Fitted:
@@ -87,11 +111,29 @@ def fit_graph(graph: Graph, budget_tokens: int) -> Fitted:
     return Fitted(Graph(graph.entities[:kept], relations), total, total - kept)
 
 
+def fit_items(items: Sequence[dict[str, Any]], budget_tokens: int) -> int:
+    """How many of the items, from the first, fit the budget (at least one; all when 0)."""
+    if budget_tokens <= 0:
+        return len(items)
+    budget = budget_tokens * CHARS_PER_TOKEN - _FRAME
+    used = 0
+    for kept, item in enumerate(items):
+        used += _text_size(item)
+        if kept and used > budget:
+            return kept
+    return len(items)
+
+
 def truncation_note(fitted: Fitted, budget_tokens: int, how_to_continue: str) -> str:
-    """The text that tells the model the answer was cut and how to get the rest."""
-    shown = fitted.total_entities - fitted.omitted_entities
+    """The text that tells the model a graph answer was cut and how to get the rest."""
+    return cut_note(
+        fitted.total_entities - fitted.omitted_entities, fitted.omitted_entities, budget_tokens, how_to_continue
+    )
+
+
+def cut_note(shown: int, omitted: int, budget_tokens: int, how_to_continue: str) -> str:
+    """The text that tells the model an answer of entities was cut and how to get the rest."""
     return (
-        f"Showing {shown} of {fitted.total_entities} entities: the rest ({fitted.omitted_entities}) were left "
-        f"out to keep this answer within the response budget of about {budget_tokens:,} tokens. "
-        f"{how_to_continue}"
+        f"Showing {shown} of {shown + omitted} entities: the other {omitted} were left out to keep this "
+        f"answer within the response budget of about {budget_tokens:,} tokens. {how_to_continue}"
     )

@@ -7,15 +7,23 @@ than its sibling.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from graphmem import schemas, search
 from graphmem.limits import Limits
-from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
 from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
-from graphmem.tools.budget import fit_graph, truncation_note
+from graphmem.tools.budget import (
+    SMALLEST_ENTITY,
+    SMALLEST_OUTLINE,
+    cut_note,
+    fit_graph,
+    fit_items,
+    most_that_fit,
+    truncation_note,
+)
 
 __all__ = ["OFFICIAL_TOOLS"]
 
@@ -65,8 +73,15 @@ class _DeleteObservationsArgs(ToolArgs):
     deletions: list[_DeletionArg]
 
 
-class _NoArgs(ToolArgs):
-    pass
+class _ReadGraphArgs(ToolArgs):
+    entity_type: str | None = Field(default=None, alias="entityType")
+    offset: int = Field(default=0, ge=0)
+    limit: int | None = Field(default=None, ge=1)
+    mode: Literal["full", "names", "summary"] = "full"
+
+    @property
+    def paged(self) -> bool:
+        return self.entity_type is not None or self.offset > 0 or self.limit is not None
 
 
 class _SearchArgs(ToolArgs):
@@ -165,8 +180,102 @@ def _graph_output(wire: dict[str, Any]) -> ToolOutput:
     return ToolOutput(wire, dump_json(wire))
 
 
-def read_graph(ctx: ToolContext, args: _NoArgs) -> ToolOutput:
-    return _graph_output(ctx.graph.read_graph().to_wire())
+def _bounded_graph_output(
+    ctx: ToolContext,
+    graph: Graph,
+    how_to_continue: str,
+    *,
+    offset: int = 0,
+    requested: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> ToolOutput:
+    """A graph answer cut to the response budget, saying what was left out.
+
+    Args:
+        offset: where the answer starts among all matching entities (for `nextOffset`).
+        requested: how many entities the call asked for, when the graph holds only the
+            first of them (a read fetches no more than the budget could show).
+    """
+    fitted = fit_graph(graph, ctx.response_budget)
+    wire = fitted.graph.to_wire()
+    if extra:
+        wire.update(extra)
+    shown = len(fitted.graph.entities)
+    omitted = (len(graph.entities) if requested is None else requested) - shown
+    if omitted <= 0:
+        return _graph_output(wire)
+    next_offset = offset + shown
+    wire["truncated"] = {"omittedEntities": omitted, "nextOffset": next_offset}
+    how = how_to_continue.format(next=next_offset)
+    return ToolOutput(wire, dump_json(wire), (cut_note(shown, omitted, ctx.response_budget, how),))
+
+
+_READ_GRAPH_MORE = (
+    "Call read_graph with offset={next} and a limit for the next entities, narrow it with entityType, or use "
+    'mode "names" for a short list of every entity; search_nodes finds entities by what they hold.'
+)
+
+
+def _requested(total: int, offset: int, limit: int | None) -> int:
+    """How many entities a page asks for, given how many match."""
+    available = max(total - offset, 0)
+    return available if limit is None else min(limit, available)
+
+
+def _capped(limit: int | None, cap: int | None) -> int | None:
+    if cap is None:
+        return limit
+    return cap if limit is None else min(limit, cap)
+
+
+def read_graph(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
+    if args.mode != "full":
+        return _read_outlines(ctx, args)
+    # Fetch no more entities than the budget could show, whatever the memory's size.
+    cap = most_that_fit(ctx.response_budget, SMALLEST_ENTITY)
+    if not args.paged:
+        # The plain call answers exactly as the official server when it fits.
+        page = ctx.graph.read_page(None, 0, None) if cap is None else ctx.graph.read_head(cap)
+        return _bounded_graph_output(ctx, page.graph, _READ_GRAPH_MORE, requested=page.total_entities)
+    page = ctx.graph.read_page(args.entity_type, args.offset, _capped(args.limit, cap))
+    return _bounded_graph_output(
+        ctx,
+        page.graph,
+        _READ_GRAPH_MORE,
+        offset=args.offset,
+        requested=_requested(page.total_entities, args.offset, args.limit),
+        extra={"totalEntities": page.total_entities},
+    )
+
+
+def _read_outlines(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
+    cap = most_that_fit(ctx.response_budget, SMALLEST_OUTLINE)
+    page = ctx.graph.outline_page(
+        args.entity_type, args.offset, _capped(args.limit, cap), count_relations=args.mode == "summary"
+    )
+    items: list[dict[str, Any]]
+    if args.mode == "names":
+        items = [{"name": item.name, "entityType": item.entity_type} for item in page.outlines]
+    else:
+        items = [
+            {
+                "name": item.name,
+                "entityType": item.entity_type,
+                "observationCount": item.observation_count,
+                "relationCount": item.relation_count,
+            }
+            for item in page.outlines
+        ]
+    kept = fit_items(items, ctx.response_budget)
+    wire: dict[str, Any] = {args.mode: items[:kept], "totalEntities": page.total_entities}
+    omitted = _requested(page.total_entities, args.offset, args.limit) - kept
+    notes: tuple[str, ...] = ()
+    if omitted > 0:
+        next_offset = args.offset + kept
+        wire["truncated"] = {"omittedEntities": omitted, "nextOffset": next_offset}
+        how = f'Call read_graph with mode "{args.mode}", offset={next_offset} and a limit for the next ones.'
+        notes = (cut_note(kept, omitted, ctx.response_budget, how),)
+    return ToolOutput(wire, dump_json(wire), notes)
 
 
 def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
@@ -192,7 +301,8 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
 
 
 def open_nodes(ctx: ToolContext, args: _OpenArgs) -> ToolOutput:
-    return _graph_output(ctx.graph.open_nodes(args.names).to_wire())
+    how = "Call open_nodes again with the names that were left out, a few at a time."
+    return _bounded_graph_output(ctx, ctx.graph.open_nodes(args.names), how)
 
 
 _NAMES = {"type": "array", "items": {"type": "string"}}
@@ -364,13 +474,14 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         title="Read Graph",
         description=(
             "Read the entire knowledge graph. "
-            "Use it only to review the whole memory; to find something use search_nodes, and to "
+            "Use it to review the memory, a page at a time on a large one (offset, limit, entityType; "
+            'mode "names" or "summary" for an overview); to find something use search_nodes, and to '
             "fetch entities you can name use open_nodes, which are much smaller answers."
         ),
-        input_schema=schemas.input_schema({}, []),
-        output_schema=schemas.GRAPH_RESULT,
+        input_schema=schemas.READ_GRAPH_INPUT,
+        output_schema=schemas.READ_GRAPH_RESULT,
         annotations=READ,
-        arguments=_NoArgs,
+        arguments=_ReadGraphArgs,
         run=read_graph,
     ),
     ToolSpec(
@@ -423,7 +534,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
             },
             ["query"],
         ),
-        output_schema=schemas.GRAPH_PAGE_RESULT,
+        output_schema=schemas.BOUNDED_GRAPH_RESULT,
         annotations=READ,
         arguments=_SearchArgs,
         run=search_nodes,
@@ -439,7 +550,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         input_schema=schemas.input_schema(
             {"names": {**_NAMES, "description": "An array of entity names to retrieve"}}, ["names"]
         ),
-        output_schema=schemas.GRAPH_RESULT,
+        output_schema=schemas.BOUNDED_GRAPH_RESULT,
         annotations=READ,
         arguments=_OpenArgs,
         run=open_nodes,

@@ -1,0 +1,96 @@
+"""get_context_info (spec 003): what a model should know about a few named entities."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from graphmem import schemas
+from graphmem.context import context_info
+from graphmem.models import Entity
+from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json
+from graphmem.tools.budget import cut_note, fit_graph
+
+__all__ = ["CONTEXT_TOOLS"]
+
+
+class _ContextArgs(ToolArgs):
+    entity_names: list[str] = Field(alias="entityNames", min_length=1)
+
+
+def _with_aliases(entity: Entity) -> dict[str, Any]:
+    wire = entity.to_wire()
+    aliases = (entity.extra or {}).get("aliases")
+    if isinstance(aliases, list) and all(isinstance(alias, str) for alias in aliases):
+        wire["aliases"] = aliases
+    return wire
+
+
+def get_context_info(ctx: ToolContext, args: _ContextArgs) -> ToolOutput:
+    info = context_info(ctx.graph, args.entity_names)
+    fitted = fit_graph(info.graph, ctx.response_budget)
+    wire: dict[str, Any] = fitted.graph.to_wire()
+    wire["entities"] = [_with_aliases(entity) for entity in fitted.graph.entities]
+    wire["notFound"] = list(info.not_found)
+    notes: list[str] = []
+    if info.not_found:
+        notes.append(
+            f"Not found: {', '.join(info.not_found)}. Names are exact and case-sensitive; "
+            "use search_nodes to find the right name."
+        )
+    if fitted.cut:
+        shown = len(fitted.graph.entities)
+        wire["truncated"] = fitted.truncation(shown)
+        how = "Ask for fewer entities at a time, or use open_nodes for the neighbours you need."
+        notes.append(cut_note(shown, fitted.omitted_entities, ctx.response_budget, how))
+    return ToolOutput(wire, dump_json(wire), tuple(notes))
+
+
+_ENTITY_OUT = schemas.closed(
+    {
+        "type": "object",
+        "properties": {
+            **schemas.ENTITY["properties"],
+            "aliases": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["name", "entityType", "observations"],
+    }
+)
+
+CONTEXT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="get_context_info",
+        title="Get Context Info",
+        description=(
+            "Get what the memory knows around some entities: the named entities, the entities directly "
+            "related to them, every relation among these, and each entity's observations ordered for "
+            "reading (facts marked [S:Active] first, then the newest [timestamped] history, then the rest; "
+            "[S:Archived] facts left out). Use it at the start of a task about things you can name, instead "
+            "of open_nodes plus one call per neighbour; use search_nodes when you do not know the names."
+        ),
+        input_schema=schemas.input_schema(
+            {
+                "entityNames": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 1,
+                    "description": "The names of the entities to get context for",
+                }
+            },
+            ["entityNames"],
+        ),
+        output_schema=schemas.output_schema(
+            {
+                "entities": {"type": "array", "items": _ENTITY_OUT},
+                "relations": {"type": "array", "items": schemas.closed(schemas.RELATION)},
+                "notFound": {"type": "array", "items": {"type": "string"}},
+                "truncated": schemas.TRUNCATED,
+            },
+            ["entities", "relations", "notFound"],
+        ),
+        annotations=READ,
+        arguments=_ContextArgs,
+        run=get_context_info,
+    ),
+)

@@ -1,0 +1,99 @@
+"""export_graph (spec 004): the memory as one text, in a format other tools read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Literal
+
+from graphmem import schemas
+from graphmem.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
+from graphmem.models import Entity, Graph, Relation
+from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json
+from graphmem.tools.budget import SMALLEST_ENTITY, cut_note, fit_graph, most_that_fit
+
+__all__ = ["EXPORT_TOOLS"]
+
+Format = Literal["json", "mermaid", "dot", "graphml"]
+
+
+def _json_chunks(entities: Iterable[Entity], relations: Iterable[Relation]) -> Iterator[str]:
+    yield dump_json(Graph(tuple(entities), tuple(relations)).to_wire())
+
+
+_WRITERS: dict[str, Callable[[Iterable[Entity], Iterable[Relation]], Iterator[str]]] = {
+    "json": _json_chunks,
+    "mermaid": mermaid_chunks,
+    "dot": dot_chunks,
+    "graphml": graphml_chunks,
+}
+
+
+class _ExportArgs(ToolArgs):
+    format: Format = "json"
+
+
+def export_graph(ctx: ToolContext, args: _ExportArgs) -> ToolOutput:
+    # Read no more entities than the budget could show, whatever the memory's size.
+    cap = most_that_fit(ctx.response_budget, SMALLEST_ENTITY)
+    page = ctx.graph.read_page(None, 0, None) if cap is None else ctx.graph.read_head(cap)
+    fitted = fit_graph(page.graph, ctx.response_budget)
+    graph = fitted.graph
+    omitted = page.total_entities - len(graph.entities)
+    if omitted > 0:
+        # A cut diagram shows the relations among the entities it holds, not arrows to
+        # nodes it left out.
+        kept = {entity.name for entity in graph.entities}
+        graph = Graph(graph.entities, tuple(r for r in graph.relations if r.from_ in kept and r.to in kept))
+    text = "".join(_WRITERS[args.format](graph.entities, graph.relations))
+    structured: dict[str, Any] = {
+        "format": args.format,
+        "content": text,
+        "entities": len(graph.entities),
+        "relations": len(graph.relations),
+    }
+    notes: tuple[str, ...] = ()
+    if omitted > 0:
+        shown = len(graph.entities)
+        structured["truncated"] = {"omittedEntities": omitted, "nextOffset": shown}
+        how = (
+            "For the whole memory, run `graphmem export --format "
+            f"{args.format} -o FILE` on the command line; read_graph pages through it."
+        )
+        notes = (cut_note(shown, omitted, ctx.response_budget, how),)
+    return ToolOutput(structured, text, notes)
+
+
+EXPORT_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="export_graph",
+        title="Export Graph",
+        description=(
+            "Export the knowledge graph as one text: json (entities and relations), mermaid (a flowchart), "
+            "dot (Graphviz) or graphml. Use it to show the memory as a diagram or hand it to another tool; "
+            "to read the memory yourself use read_graph, which pages."
+        ),
+        input_schema=schemas.input_schema(
+            {
+                "format": {
+                    "type": "string",
+                    "enum": list(_WRITERS),
+                    "description": "The output format (default json)",
+                }
+            },
+            [],
+        ),
+        output_schema=schemas.output_schema(
+            {
+                "format": {"type": "string", "enum": list(_WRITERS)},
+                "content": {"type": "string", "description": "The exported text"},
+                "entities": {"type": "integer", "description": "How many entities the text holds"},
+                "relations": {"type": "integer", "description": "How many relations the text holds"},
+                "truncated": schemas.TRUNCATED,
+            },
+            ["format", "content", "entities", "relations"],
+        ),
+        annotations=READ,
+        arguments=_ExportArgs,
+        run=export_graph,
+    ),
+)

@@ -11,8 +11,9 @@ normalised here and nowhere else:
 - `create_entities` lists skipped names (`skipped`, and a second text item);
 - `create_relations` adds a second text item naming endpoints that do not exist;
 - delete messages say what matched (the official message when everything did);
-- `search_nodes` returns the official matches first (in any order), then entities
-  matching the query's words, so the entity *sets* are compared;
+- `search_nodes` returns the official matches first (in any order), then at most 50
+  entities sharing a word with the query (stemmed, or a longer word it starts), so the
+  entity *sets* are compared;
 - the error for `add_observations` on a missing entity adds advice after the official text.
 
 Inputs never repeat a name, relation or observation within one call: the official
@@ -42,7 +43,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from graphmem.search import query_terms
+from graphmem.search import MAX_WORD_MATCHES, query_terms
+from graphmem.storage.words import index_words, stem
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
@@ -348,8 +350,12 @@ def expected_delete_message(tool: str, arguments: dict[str, Any], graph: dict[st
 
 
 def matches_a_term(entity: dict[str, Any], query: str) -> bool:
-    texts = [entity["name"], entity["entityType"], *entity["observations"]]
-    return any(term in text.lower() for term in query_terms(query) for text in texts)
+    """Whether the entity has a word of the query, as the word index matches words."""
+    words = {
+        word for text in [entity["name"], entity["entityType"], *entity["observations"]] for word in index_words(text)
+    }
+    terms = [(stem(term), len(term) >= 3) for term in query_terms(query)]
+    return any(word == term or (prefix and word.startswith(term)) for term, prefix in terms for word in words)
 
 
 def compare(tool: str, arguments: dict[str, Any], graph: dict[str, Any], official: Answer, ours: Answer) -> None:
@@ -404,6 +410,7 @@ def compare(tool: str, arguments: dict[str, Any], graph: dict[str, Any], officia
         by_name = {entity["name"]: entity for entity in graph["entities"]}
         for entity in ours.structured["entities"]:
             assert entity == by_name[entity["name"]]
+        assert len(found) <= len(wanted) + MAX_WORD_MATCHES
         for extra in found[len(wanted) :]:
             assert matches_a_term(by_name[extra], query), (query, extra)
         if not query_terms(query):

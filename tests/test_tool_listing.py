@@ -2,9 +2,11 @@
 
 `fixtures/official_tools_list.json` is the raw `tools/list` answer of the official
 server (2026.8.31). Ours must match it except for what graphmem adds on purpose:
-`maxLength` on `search_nodes.query`, optional arguments and result keys (the `skipped`
-list of `create_entities`, paging and modes of `read_graph`, `truncated` on answers cut
-to the response budget), and a guidance sentence after each official description.
+`search_nodes.query` may be a list of strings too (`maxLength` on each), optional
+arguments and result keys (`entityType`, `limit`, `offset` of `search_nodes`, the
+`skipped` list of `create_entities`, paging and modes of `read_graph`, `truncated` on
+answers cut to the response budget), and a guidance sentence after each official
+description.
 """
 
 from __future__ import annotations
@@ -65,10 +67,14 @@ async def test_each_description_starts_with_the_official_one_and_adds_guidance(c
 
 
 # What graphmem adds on purpose, property by property: optional inputs and outputs.
-INPUT_ADDITIONS = {"read_graph": {"entityType", "offset", "limit", "mode"}}
+INPUT_ADDITIONS = {
+    "read_graph": {"entityType", "offset", "limit", "mode"},
+    "search_nodes": {"entityType", "limit", "offset"},
+}
 OUTPUT_ADDITIONS = {
     "create_entities": {"skipped"},
     "read_graph": {"names", "summary", "totalEntities", "truncated"},
+    "search_nodes": {"truncated"},
     "open_nodes": {"truncated"},
 }
 
@@ -77,7 +83,29 @@ OUTPUT_ADDITIONS = {
 async def test_input_schemas_are_the_official_ones_apart_from_optional_additions(client, name):
     ours = copy.deepcopy((await listed(client))[name]["inputSchema"])
     if name == "search_nodes":
-        assert ours["properties"]["query"].pop("maxLength") == 2048
+        official_query = OFFICIAL_BY_NAME[name]["inputSchema"]["properties"]["query"]
+        assert list(ours["properties"]) == ["query", "entityType", "limit", "offset"]
+        query = ours["properties"]["query"]
+        # Still first, still described as upstream; a string or a list of strings.
+        assert query["description"] == official_query["description"]
+        assert query["anyOf"][0] == {"type": "string", "maxLength": 2048}
+        assert query["anyOf"][1]["type"] == "array"
+        assert query["anyOf"][1]["items"] == {"type": "string", "maxLength": 2048}
+        assert query["anyOf"][1]["minItems"] == 1
+        assert ours["properties"]["entityType"]["type"] == "string"
+        assert ours["properties"]["limit"] | {"description": ""} == {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 1000,
+            "description": "",
+        }
+        assert ours["properties"]["offset"] | {"description": ""} == {
+            "type": "integer",
+            "minimum": 0,
+            "default": 0,
+            "description": "",
+        }
+        ours["properties"]["query"] = official_query
     for added in INPUT_ADDITIONS.get(name, ()):
         ours["properties"].pop(added)
         assert added not in ours.get("required", [])
@@ -114,6 +142,10 @@ async def test_an_unknown_tool_is_a_tool_error_that_names_the_tool(client):
     ("tool", "arguments", "field"),
     [
         ("search_nodes", {"query": 5}, "query"),
+        ("search_nodes", {"query": ["ok", 5]}, "query"),
+        ("search_nodes", {"query": "x", "limit": "10"}, "limit"),
+        ("search_nodes", {"query": "x", "offset": 1.5}, "offset"),
+        ("search_nodes", {"query": "x", "entityType": 3}, "entityType"),
         ("create_entities", {"entities": "Alice"}, "entities"),
         ("create_entities", {"entities": [{"name": "A", "entityType": "t", "observations": "x"}]}, "observations"),
         ("create_relations", {"relations": [{"from": "A", "to": 7, "relationType": "r"}]}, "relations[0].to"),

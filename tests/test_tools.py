@@ -1,10 +1,15 @@
-"""The nine official tools through the real MCP client, in process."""
+"""The nine official tools through the real MCP client, in process (search_nodes with its additions)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
+from mcp import Client
+
+from graphmem.config import Settings
+from graphmem.server import build_server
 
 pytestmark = pytest.mark.anyio
 
@@ -46,3 +51,116 @@ async def test_a_malformed_argument_names_the_field(client):
     assert "entities[0].entityType" in result.content[0].text
     graph = await client.call_tool("read_graph", {})
     assert graph.structured_content == {"entities": [], "relations": []}
+
+
+# -- search_nodes: ranked, filtered, paged, bounded -------------------------------------
+
+
+async def _remember(client, entities: list[tuple[str, str, list[str]]]) -> None:
+    await client.call_tool(
+        "create_entities",
+        {"entities": [{"name": n, "entityType": t, "observations": o} for n, t, o in entities]},
+    )
+
+
+_MEMORY = [
+    ("Bob", "person", ["Worked at Acme until 2021", "Moved to Berlin after leaving Acme"]),
+    ("Acme", "company", ["Payments company in Austin"]),
+    ("Berlin", "city", ["Capital of Germany"]),
+    ("Carol", "person", ["Lives in Lisbon"]),
+    ("Dan", "person", ["Plays chess"]),
+    ("Eve", "person", ["Grows tomatoes"]),
+]
+
+
+async def test_search_nodes_answers_a_question_best_first(client):
+    await _remember(client, _MEMORY)
+    await client.call_tool("create_relations", {"relations": [{"from": "Bob", "to": "Acme", "relationType": "left"}]})
+    result = await client.call_tool("search_nodes", {"query": "Which city did Bob move to after he left Acme?"})
+    assert not result.is_error
+    names = [entity["name"] for entity in result.structured_content["entities"]]
+    assert names[0] == "Bob"
+    assert result.structured_content["relations"] == [{"from": "Bob", "to": "Acme", "relationType": "left"}]
+    assert len(result.content) == 1
+    assert json.loads(result.content[0].text) == result.structured_content
+
+
+async def test_search_nodes_keeps_one_entity_type(client):
+    await _remember(client, _MEMORY)
+    result = await client.call_tool("search_nodes", {"query": "acme berlin", "entityType": "city"})
+    assert [entity["name"] for entity in result.structured_content["entities"]] == ["Berlin"]
+
+
+async def test_search_nodes_pages_with_limit_and_offset(client):
+    await _remember(client, [(f"fan {i}", "person", [f"likes tea, cup number {i}"]) for i in range(12)])
+    everything = await client.call_tool("search_nodes", {"query": "tea", "limit": 100})
+    order = [entity["name"] for entity in everything.structured_content["entities"]]
+    assert len(order) == 12
+    pages = []
+    for offset in range(0, 12, 5):
+        page = await client.call_tool("search_nodes", {"query": "tea", "limit": 5, "offset": offset})
+        pages += [entity["name"] for entity in page.structured_content["entities"]]
+    assert pages == order
+
+
+async def test_search_nodes_takes_a_list_of_queries_matching_any(client):
+    await _remember(client, _MEMORY)
+    result = await client.call_tool("search_nodes", {"query": ["lisbon", "tomatoes"]})
+    assert sorted(entity["name"] for entity in result.structured_content["entities"]) == ["Carol", "Eve"]
+
+
+async def test_search_nodes_cut_to_the_response_budget_says_how_to_get_the_rest(tmp_path):
+    settings = Settings(memory_path=tmp_path / "memory.db", response_budget=120)
+    async with Client(build_server(settings), mode="legacy") as client:
+        await _remember(client, [(f"fan {i}", "person", [f"likes green tea {i}"]) for i in range(20)])
+        first = await client.call_tool("search_nodes", {"query": "green tea", "limit": 15})
+        assert not first.is_error
+        shown = [entity["name"] for entity in first.structured_content["entities"]]
+        assert 0 < len(shown) < 15
+        assert first.structured_content["truncated"] == {"omittedEntities": 15 - len(shown), "nextOffset": len(shown)}
+        # The official text item is the graph as shown; the second one explains the cut.
+        assert json.loads(first.content[0].text) == {
+            key: value for key, value in first.structured_content.items() if key != "truncated"
+        }
+        note = first.content[1].text
+        assert f"Showing {len(shown)} of 15 entities" in note
+        assert f"offset {len(shown)} (and limit 15)" in note
+        # Following nextOffset walks the whole ranked answer, nothing twice, nothing lost.
+        collected, page = list(shown), first
+        while "truncated" in page.structured_content:
+            offset = page.structured_content["truncated"]["nextOffset"]
+            page = await client.call_tool("search_nodes", {"query": "green tea", "limit": 15, "offset": offset})
+            collected += [entity["name"] for entity in page.structured_content["entities"]]
+    async with Client(build_server(replace(settings, response_budget=0)), mode="legacy") as client:
+        whole = await client.call_tool("search_nodes", {"query": "green tea", "limit": 100})
+    assert collected == [entity["name"] for entity in whole.structured_content["entities"]]
+
+
+async def test_search_nodes_without_a_budget_is_never_cut(tmp_path):
+    settings = Settings(memory_path=tmp_path / "memory.db", response_budget=0)
+    async with Client(build_server(settings), mode="legacy") as client:
+        await _remember(client, [(f"fan {i}", "person", ["likes tea " * 50]) for i in range(30)])
+        result = await client.call_tool("search_nodes", {"query": "tea"})
+        assert len(result.structured_content["entities"]) == 30
+        assert "truncated" not in result.structured_content
+        assert len(result.content) == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"query": "acme", "limit": 0}, "limit"),
+        ({"query": "acme", "limit": 1001}, "limit"),
+        ({"query": "acme", "offset": -1}, "offset"),
+        ({"query": []}, "query"),
+        ({"query": ["acme", "x" * 2049]}, "query[1]"),
+    ],
+)
+async def test_search_nodes_refuses_an_option_out_of_range_naming_it(client, arguments, field):
+    await _remember(client, _MEMORY)
+    before = await client.call_tool("read_graph", {})
+    result = await client.call_tool("search_nodes", arguments)
+    assert result.is_error
+    assert result.structured_content is None
+    assert result.content[0].text.startswith(f"Invalid argument {field}: ")
+    assert (await client.call_tool("read_graph", {})).structured_content == before.structured_content

@@ -357,22 +357,52 @@ class KnowledgeGraph:
             relations = self.store.relations_touching([entity.name for entity in entities])
         return Graph(tuple(entities), tuple(relations))
 
-    def search_nodes(self, query: str) -> Graph:
-        """Entities matching the query, best first, and the relations touching them."""
-        self._check_text("query", query, self.limits.max_query_length)
-        needle = query.lower()
+    def search_nodes(
+        self,
+        query: str | Sequence[str],
+        *,
+        entity_type: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> Graph:
+        """Entities matching the query, best first, and the relations touching them.
+
+        Args:
+            query: a query, or a list of queries of which an entity may match any.
+            entity_type: only entities of exactly this type.
+            limit: at most this many entities (the best); without it, every entity that
+                contains a query and the best few that match only some of its words.
+            offset: how many entities of that order to skip first.
+
+        Raises:
+            InvalidInputError: an argument is out of range (nothing is searched).
+        """
+        queries = [query] if isinstance(query, str) else list(query)
+        if not queries:
+            raise InvalidInputError("query", "is an empty list; give a query, or a list of at least one.")
+        self._check_batch("query", queries, self.limits.max_search_queries)
+        for index, text in enumerate(queries):
+            field = "query" if isinstance(query, str) else f"query[{index}]"
+            self._check_text(field, text, self.limits.max_query_length)
+        if entity_type is not None:
+            self._check_name("entityType", entity_type)
+        if limit is not None and not 1 <= limit <= self.limits.max_page_size:
+            raise InvalidInputError(
+                "limit", f"is {limit}; give a number from 1 to {self.limits.max_page_size}, or leave it out."
+            )
+        if offset < 0:
+            raise InvalidInputError("offset", f"is {offset}; give 0 or more.")
+        plan = search.word_search(queries, entity_type=entity_type, limit=limit, offset=offset)
         with self.store.read():
-            whole = self.store.find_text(needle)
-            term_hits = [self.store.find_text(term) for term in search.query_terms(query)]
-            # Rank on the hit summaries first, so only the entities answered are loaded.
-            order = search.rank(whole, term_hits)
-            entities = self.store.get_entities([item.name for item in order])
+            # The store ranks and cuts, so only the entities answered are loaded.
+            names = [hit.name for hit in self.store.search_entities(plan)]
+            entities = self.store.get_entities(names)
             # A JSONL file may hold two entities under one name; the official search returns both.
             by_name: dict[str, list[Entity]] = {}
             for entity in entities:
                 by_name.setdefault(entity.name, []).append(entity)
-            ranked = tuple(entity for item in order for entity in by_name.get(item.name, ()))
-            relations = self.store.relations_touching([item.name for item in order])
+            ranked = tuple(entity for name in names for entity in by_name.get(name, ()))
+            relations = self.store.relations_touching(names)
         return Graph(ranked, tuple(relations))
 
     def counts(self) -> StoreCounts:

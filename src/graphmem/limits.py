@@ -22,7 +22,13 @@ class Limits:
     """One observation's text."""
 
     max_query_length: int = 2048
-    """`search_nodes` query (the limit upstream adopted)."""
+    """`search_nodes` query (the limit upstream adopted); each one of a list of queries."""
+
+    max_search_queries: int = 100
+    """Queries in one `search_nodes` call that passes a list."""
+
+    max_page_size: int = 1000
+    """The largest `limit` a paged read takes."""
 
     max_batch_items: int = 1000
     """Entities, relations, names or deletions in one call."""

@@ -1,9 +1,10 @@
-"""SQLiteStore specifics: the file it creates, its schema version, and its search index."""
+"""SQLiteStore specifics: the file it creates, its schema version, and its search indexes."""
 
 from __future__ import annotations
 
 import sqlite3
 import stat
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,9 @@ from hypothesis import strategies as st
 
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity
-from graphmem.storage.sqlite import SCHEMA_VERSION, SQLiteStore
+from graphmem.search import word_search
+from graphmem.storage.sqlite import SCHEMA_VERSION, SQLiteStore, _split_sql
+from graphmem.storage.words import WordSearch
 
 
 def test_a_new_memory_file_is_readable_by_its_owner_only(tmp_path: Path):
@@ -104,4 +107,86 @@ def test_find_text_agrees_with_a_plain_lowercase_substring_scan(entities: list[E
     with store.read():
         found = {name: (h.in_name, h.in_type, h.observation_hits) for name, h in store.find_text(needle).items()}
     assert found == _reference_hits(entities, needle)
+    store.close()
+
+
+# -- the word index (migration 0002) -------------------------------------------------------
+
+
+def _version_1_database(path: Path) -> None:
+    """A memory written by graphmem before the word index existed."""
+    script = (resources.files("graphmem.storage") / "migrations" / "sqlite" / "0001_init.sql").read_text("utf-8")
+    conn = sqlite3.connect(path)
+    for statement in _split_sql(script):
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO entities (id, name, entity_type, name_lc, type_lc, extra) VALUES"
+        " (1, 'Bob', 'person', 'bob', 'person', '{\"aliases\": [\"Bobby\"]}'),"
+        " (2, 'Acme', 'company', 'acme', 'company', NULL)"
+    )
+    conn.execute(
+        "INSERT INTO observations (entity_id, content, content_lc) VALUES (1, 'Moved to Berlin', 'moved to berlin')"
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+
+
+def _plan(query: str) -> WordSearch:
+    return word_search([query], limit=10)
+
+
+def test_opening_an_older_memory_indexes_every_entity_it_holds(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    _version_1_database(path)
+    store = SQLiteStore(path)
+    with store.read():
+        assert [hit.name for hit in store.search_entities(_plan("who is moving to berlin?"))] == ["Bob"]
+        assert [hit.name for hit in store.search_entities(_plan("bobby"))] == ["Bob"]
+    store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("SELECT count(*) FROM entity_words").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM entity_words_stale").fetchone()[0] == 0
+
+
+def test_triggers_only_mark_what_changed_and_a_commit_rebuilds_it(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        store.insert_entities([Entity("A", "t", ("one",)), Entity("B", "t", ("two",))])
+        marked = store._conn.execute("SELECT entity_id FROM entity_words_stale ORDER BY 1").fetchall()
+        assert marked == [(1,), (2,)]
+    with store.write():
+        store.append_observations("B", ["three"])
+        assert store._conn.execute("SELECT entity_id FROM entity_words_stale").fetchall() == [(2,)]
+    with store.read():
+        assert store._conn.execute("SELECT count(*) FROM entity_words_stale").fetchone()[0] == 0
+        documents = store._conn.execute("SELECT rowid, observations FROM entity_words ORDER BY rowid").fetchall()
+    assert documents == [(1, "one"), (2, "two\nthree")]
+    store.close()
+
+
+def test_a_change_made_outside_graphmem_is_indexed_at_its_next_write(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    store = SQLiteStore(path)
+    with store.write():
+        store.insert_entities([Entity("A", "t", ("one",))])
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE observations SET content = 'zebra', content_lc = 'zebra'")
+    with store.write():
+        store.insert_entities([Entity("B", "t")])
+    with store.read():
+        assert [hit.name for hit in store.search_entities(_plan("zebras?"))] == ["A"]
+    store.close()
+
+
+def test_many_observations_in_one_call_index_the_entity_once(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        store.insert_entities([Entity("A", "t", tuple(f"fact {i}" for i in range(1000)))])
+    with store.read():
+        (document,) = store._conn.execute("SELECT observations FROM entity_words").fetchone()
+        hits = store.search_entities(_plan("fact 999"))
+    assert document.count("\n") == 999
+    assert [hit.name for hit in hits] == ["A"]
     store.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,11 @@ from hypothesis import strategies as st
 from graphmem.errors import EntityNotFoundError
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.search import word_search
 from graphmem.storage.base import Store, StoreCounts
 from graphmem.storage.jsonl import JsonlStore
 from graphmem.storage.sqlite import SQLiteStore
+from graphmem.storage.words import SearchHit, Term, WordSearch
 
 BACKENDS: dict[str, Callable[[Path], Store]] = {
     "sqlite": lambda folder: SQLiteStore(folder / "m.db"),
@@ -215,6 +218,243 @@ def test_find_text_agrees_with_a_plain_lowercase_substring_scan(
         if in_name or in_type or count:
             expected[entity.name] = (in_name, in_type, count)
     assert found == expected
+
+
+# -- ranked search -----------------------------------------------------------------
+
+_WEIGHTS = (10.0, 8.0, 4.0, 1.0)
+
+
+def _search(store: Store, query: str | list[str], **options: object) -> list[SearchHit]:
+    queries = [query] if isinstance(query, str) else query
+    with store.read():
+        return store.search_entities(word_search(queries, **options))  # type: ignore[arg-type]
+
+
+def _names(hits: list[SearchHit]) -> list[str]:
+    return [hit.name for hit in hits]
+
+
+def test_search_puts_every_official_match_first_then_entities_matching_some_words(store: Store):
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Tea shop", "place", ("sells green tea",)),
+                Entity("Alice", "person", ("drinks green tea daily",)),
+                Entity("Bob", "person", ("grows tea",)),
+                Entity("Carol", "person", ("likes coffee",)),
+            ]
+        )
+    hits = _search(store, "green tea")
+    assert [(hit.name, hit.official) for hit in hits][:2] in (
+        [("Tea shop", True), ("Alice", True)],
+        [("Alice", True), ("Tea shop", True)],
+    )
+    assert hits[2:] == [SearchHit("Bob", False, hits[2].score)]
+    assert all(hit.score > 0 for hit in hits)
+
+
+def test_an_unlimited_search_keeps_every_official_match_and_only_the_best_word_matches(store: Store):
+    with store.write():
+        store.insert_entities([Entity(f"fan {i}", "person", ("likes green tea",)) for i in range(60)])
+        store.insert_entities([Entity(f"gardener {i}", "person", ("grows green beans",)) for i in range(60)])
+        store.insert_entities([Entity(f"other {i}", "person", ("plays chess",)) for i in range(200)])
+    with store.read():
+        hits = store.search_entities(replace(word_search(["green tea"]), max_word_matches=7))
+    assert _names(hits) == [f"fan {i}" for i in range(60)] + [f"gardener {i}" for i in range(7)]
+
+
+def test_limit_and_offset_page_through_one_order(store: Store):
+    with store.write():
+        store.insert_entities(
+            [Entity(f"e{i}", "t", tuple(["tea"] * (i % 4 + 1) + ["cup"] * (i % 3))) for i in range(30)]
+        )
+    whole = _names(_search(store, "tea cup", limit=1000))
+    assert len(whole) == 30
+    pages = [_names(_search(store, "tea cup", limit=7, offset=offset)) for offset in range(0, 35, 7)]
+    assert [name for page in pages for name in page] == whole
+    assert _names(_search(store, "tea cup", offset=25)) == whole[25:]
+
+
+def test_entity_type_keeps_only_entities_of_exactly_that_type(store: Store):
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Berlin", "city"),
+                Entity("Bob", "person", ("lives in Berlin",)),
+                Entity("Ann", "Person", ("Berlin",)),
+            ]
+        )
+    assert _names(_search(store, "berlin", entity_type="person")) == ["Bob"]
+    assert _names(_search(store, "berlin", entity_type="person", limit=5)) == ["Bob"]
+    assert _search(store, "berlin", entity_type="company") == []
+
+
+def test_a_word_in_a_name_outranks_it_in_an_alias_a_type_or_an_observation(store: Store):
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Somebody", "person", ("visited Phoenix once",)),
+                Entity("Project X", "phoenix"),
+                Entity("Atlas", "project", (), {"aliases": ["Phoenix"]}),
+                Entity("Phoenix", "project"),
+                *(Entity(f"filler {i}", "thing") for i in range(5)),
+            ]
+        )
+    # Not a substring of anything (the question mark), so the word index alone orders them.
+    assert _names(_search(store, "phoenix?")) == ["Phoenix", "Atlas", "Project X", "Somebody"]
+
+
+def test_words_match_whatever_their_case_diacritics_or_ending(store: Store):
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Zoë Laurent", "person", ("Moved to München in 2021",)),
+                Entity("Café Zeta", "place", ("Moving soon",)),
+            ]
+        )
+    assert _names(_search(store, "ZOE")) == ["Zoë Laurent"]
+    assert _names(_search(store, "who is moving to munchen", limit=5))[0] == "Zoë Laurent"
+    assert set(_names(_search(store, "moves"))) == {"Zoë Laurent", "Café Zeta"}
+    assert _names(_search(store, "cafe")) == ["Café Zeta"]
+
+
+def test_a_word_of_three_letters_or_more_also_matches_longer_words_it_starts(store: Store):
+    with store.write():
+        store.insert_entities([Entity("Berlin", "city"), Entity("Bob", "person"), Entity("Bolt", "thing")])
+    assert _names(_search(store, "ber")) == ["Berlin"]
+    assert _names(_search(store, "berlin, ber bo")) == ["Berlin"]
+    # "bo" is too short to stand for longer words; as a substring it still finds both.
+    assert _search(store, "bo x") == []
+    assert _names(_search(store, "bo")) == ["Bob", "Bolt"]
+
+
+def test_aliases_from_another_format_are_searchable(store: Store):
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Robert Martinez", "person", (), {"aliases": ["Bobby", 7, "RM"]}),
+                Entity("München", "city", (), {"aliases": "Munich"}),
+                Entity("Plain", "thing", (), {"createdAt": "2025"}),
+            ]
+        )
+    assert _names(_search(store, "where is bobby")) == ["Robert Martinez"]
+    assert _names(_search(store, "munich")) == ["München"]
+    assert _search(store, "2025 seven") == []
+
+
+def test_a_word_found_in_half_the_entities_is_ignored_when_a_rarer_one_is_asked(store: Store):
+    with store.write():
+        store.insert_entities([Entity(f"entity-{i}", "thing", (f"note {i}",)) for i in range(10)])
+    # "entity" is in every name: it cannot rank anything, and would bring in every entity.
+    assert _names(_search(store, "which entity has note 7", limit=10)) == ["entity-7"]
+    assert len(_search(store, "entity", limit=10)) == 10
+
+
+def test_several_queries_find_what_matches_any_of_them(store: Store):
+    with store.write():
+        store.insert_entities([Entity("Alice", "person"), Entity("Bob", "person"), Entity("Carol", "person")])
+    hits = _search(store, ["alice", "CAROL", "zed"])
+    assert sorted(_names(hits)) == ["Alice", "Carol"]
+    assert all(hit.official for hit in hits)
+
+
+def test_a_query_without_words_gives_the_official_matches_in_creation_order(store: Store):
+    with store.write():
+        store.insert_entities([Entity("a#1", "t"), Entity("b", "t", ("#",)), Entity("c", "t")])
+    assert _names(_search(store, "#")) == ["a#1", "b"]
+    assert _names(_search(store, "#", limit=1, offset=1)) == ["b"]
+    assert _names(_search(store, "", limit=2)) == ["a#1", "b"]
+
+
+def test_the_word_index_follows_every_change(store: Store):
+    with store.write():
+        store.insert_entities([Entity("Alice", "person", ("likes tea",)), Entity("Bob", "person")])
+    with store.write():
+        store.append_observations("Bob", ["collects teapots"])
+        store.remove_observations("Alice", ["likes tea"])
+    assert _names(_search(store, "teapot")) == ["Bob"]
+    assert _names(_search(store, "likes")) == []
+    with store.write():
+        store.delete_entities(["Bob"])
+    assert _search(store, "teapots") == []
+    with store.write():
+        store.insert_entities([Entity("Bob", "robot", ("beeps",))])
+    assert _names(_search(store, "beeping robots")) == ["Bob"]
+
+
+def test_a_search_inside_a_write_sees_that_write(store: Store):
+    with store.write():
+        store.insert_entities([Entity("Alice", "person", ("collects teapots",))])
+        assert _names(_search(store, "teapots")) == ["Alice"]
+
+
+def test_a_rolled_back_write_leaves_the_word_index_as_it_was(store: Store):
+    with store.write():
+        store.insert_entities([Entity("Alice", "person", ("likes tea",))])
+    with pytest.raises(RuntimeError), store.write():
+        store.append_observations("Alice", ["collects teapots"])
+        store.insert_entities([Entity("Bob", "person", ("collects teapots",))])
+        raise RuntimeError("boom")
+    assert _search(store, "teapots") == []
+    assert _names(_search(store, "likes tea")) == ["Alice"]
+
+
+def test_search_hits_carry_a_score_that_orders_them(store: Store):
+    with store.write():
+        store.insert_entities(
+            [Entity("Rare", "t", ("zebra",)), Entity("Twice", "t", ("zebra zebra", "horse"))]
+            + [Entity(f"horse {i}", "t") for i in range(5)]
+        )
+    with store.read():
+        hits = store.search_entities(WordSearch((), (Term("zebra"),), _WEIGHTS))
+    assert _names(hits) == ["Twice", "Rare"]
+    assert hits[0].score > hits[1].score > 0
+    assert not any(hit.official for hit in hits)
+
+
+_WORD = st.sampled_from("tea green berlin moved moving zoë zoe café x bob bobby acme the a".split())
+_SENTENCE = st.lists(_WORD, min_size=0, max_size=5).map(" ".join)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    entities=st.lists(
+        st.builds(
+            Entity,
+            _SENTENCE,
+            st.sampled_from(["person", "city", "tea"]),
+            st.lists(_SENTENCE, max_size=3, unique=True).map(tuple),
+        ),
+        max_size=12,
+        unique_by=lambda entity: entity.name,
+    ),
+    queries=st.lists(_SENTENCE, min_size=1, max_size=2),
+    entity_type=st.sampled_from([None, "person"]),
+    limit=st.sampled_from([None, 1, 3]),
+    offset=st.sampled_from([0, 1]),
+)
+def test_both_backends_rank_any_memory_the_same(
+    entities: list[Entity], queries: list[str], entity_type: str | None, limit: int | None, offset: int
+):
+    plan = word_search(queries, entity_type=entity_type, limit=limit, offset=offset)
+    answers = []
+    with tempfile.TemporaryDirectory() as folder:
+        for open_store in BACKENDS.values():
+            store = open_store(Path(folder))
+            with store.write():
+                store.insert_entities(entities)
+            with store.read():
+                answers.append(store.search_entities(plan))
+            store.close()
+    assert answers[0] == answers[1]
+    # And nothing the official substring search finds is ever missing without a limit.
+    if limit is None and offset == 0:
+        found = set(_names(answers[0]))
+        for entity in entities:
+            texts = [entity.name, entity.entity_type, *entity.observations]
+            if any(query.lower() in text.lower() for query in queries for text in texts):
+                assert entity.name in found or entity_type not in (None, entity.entity_type)
 
 
 # -- writes --------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from graphmem.errors import StorageBusyError, StorageError
 from graphmem.models import Entity, Relation
+from graphmem.storage.words import SearchHit, WordSearch
 
 __all__ = ["FieldHits", "Store", "StoreCounts", "map_backend_errors", "map_driver_errors"]
 
@@ -96,6 +97,20 @@ class Store(Protocol):
     def find_text(self, needle: str) -> dict[str, FieldHits]:
         """Entities whose lower-cased name, type or observations contain `needle` (already lower-case)."""
         ...
+
+    # -- ranked search (issue 3, part 1) ---------------------------------------------------
+
+    def search_entities(self, search: WordSearch) -> list[SearchHit]:
+        """One page of entities ranked as `WordSearch` describes, best first.
+
+        The official matches come first and none is ever left out of an unlimited search;
+        the word index (BM25 over names, aliases, types and observations) orders them and
+        adds the entities that match only some words. A backend that can should order and
+        cut in its index, so a limited search never loads every matching entity.
+        """
+        ...
+
+    # -- end of ranked search --------------------------------------------------------------
 
     def counts(self) -> StoreCounts: ...
 

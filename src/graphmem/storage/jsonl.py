@@ -50,6 +50,7 @@ from graphmem.storage.jsonl_format import (
     encode_entity,
     encode_relation,
 )
+from graphmem.storage.words import SearchHit, WordDocument, WordSearch, bm25
 
 __all__ = ["JsonlStore"]
 
@@ -75,7 +76,7 @@ _Stamp = tuple[int, int, int] | None
 class _HeadRow:
     """An entity line or another line, held in memory with caches dropped when it changes."""
 
-    __slots__ = ("folded", "line", "value")
+    __slots__ = ("folded", "line", "value", "words")
 
     def __init__(self, value: Entity | OtherRecord, line: str | None = None) -> None:
         self.value = value
@@ -84,6 +85,8 @@ class _HeadRow:
         self.folded: str | None = None
         """For an entity: its lower-cased name, type and observations joined, so a text
         search rules most entities out with one substring test."""
+        self.words: WordDocument | None = None
+        """For an entity: its document in the word index, made when a search first needs it."""
 
 
 class _RelationRow:
@@ -104,6 +107,24 @@ def _fold(entity: Entity) -> str:
     # Joined with NUL: a match across two fields is only a false candidate, which the
     # exact per-field test then rejects; the blob narrows, it never decides.
     return "\0".join([entity.name.lower(), entity.entity_type.lower(), *(o.lower() for o in entity.observations)])
+
+
+def _contains(entity: Entity, needle: str) -> bool:
+    return (
+        needle in entity.name.lower()
+        or needle in entity.entity_type.lower()
+        or any(needle in observation.lower() for observation in entity.observations)
+    )
+
+
+def _aliases(entity: Entity) -> list[str]:
+    # Aliases are a list of names in the fork format; a lone string counts as one.
+    aliases = (entity.extra or {}).get("aliases")
+    if isinstance(aliases, str):
+        return [aliases]
+    if isinstance(aliases, list):
+        return [alias for alias in aliases if isinstance(alias, str)]
+    return []
 
 
 def _split_lines(data: bytes) -> list[str | None]:
@@ -586,6 +607,44 @@ class JsonlStore:
                 order = previous.order
             hits[entity.name] = FieldHits(in_name, in_type, count, order)
         return hits
+
+    # -- ranked search (issue 3, part 1) ---------------------------------------------------
+
+    def search_entities(self, search: WordSearch) -> list[SearchHit]:
+        # The word index is every entity row, whatever the type filter, as in FTS5.
+        rows: list[tuple[int, _HeadRow, Entity]] = []
+        documents: list[WordDocument] = []
+        for position, row in enumerate(self._head):
+            if row is not None and isinstance(row.value, Entity):
+                entity = row.value
+                if row.words is None:
+                    row.words = WordDocument(entity.name, _aliases(entity), entity.entity_type, entity.observations)
+                rows.append((position, row, entity))
+                documents.append(row.words)
+        scores = bm25(documents, search.terms, search.weights)
+        best: dict[str, tuple[bool, float, int]] = {}
+        for index, (position, row, entity) in enumerate(rows):
+            if search.entity_type is not None and entity.entity_type != search.entity_type:
+                continue
+            if row.folded is None:
+                row.folded = _fold(entity)
+            official = any(needle in row.folded and _contains(entity, needle) for needle in search.needles)
+            score = scores.get(index, 0.0)
+            if not official and not score:
+                continue
+            previous = best.get(entity.name)
+            if previous is not None:
+                # Entities sharing a name (kept from a file) rank as one, where the first match is.
+                official, score, position = official or previous[0], max(score, previous[1]), previous[2]
+            best[entity.name] = (official, score, position)
+        ordered = sorted(best.items(), key=lambda item: (not item[1][0], -item[1][1], item[1][2]))
+        hits = [SearchHit(name, official, score) for name, (official, score, _) in ordered]
+        if search.limit is not None:
+            return hits[search.offset : search.offset + search.limit]
+        official_count = sum(hit.official for hit in hits)
+        return hits[: official_count + search.max_word_matches][search.offset :]
+
+    # -- end of ranked search --------------------------------------------------------------
 
     def counts(self) -> StoreCounts:
         entities = observations = 0

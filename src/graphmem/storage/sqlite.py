@@ -21,6 +21,7 @@ from typing import Any
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity, Relation
 from graphmem.storage.base import FieldHits, StoreCounts, map_backend_errors, map_driver_errors
+from graphmem.storage.words import SearchHit, Term, WordSearch, is_common
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -30,6 +31,8 @@ BUSY_TIMEOUT_SECONDS = 60.0
 
 # Trigram FTS5 can only look up needles of at least three characters; shorter ones scan.
 _TRIGRAM = 3
+
+_BEGIN_WRITE = "BEGIN IMMEDIATE"
 
 
 def _migrations() -> list[tuple[int, str]]:
@@ -62,6 +65,70 @@ def _fts_phrase(needle: str) -> str:
     return '"' + needle.replace('"', '""') + '"'
 
 
+# A limited search stops counting official matches past this many: they come from a
+# common word, and walking the best word matches finds the best of them sooner.
+_MANY_OFFICIAL = 1000
+_WALK_CHUNK = 128
+
+# An entity's word-index document: name, aliases (text items of extra's `aliases`, a
+# list or a single string), type, and its observations in order, one per line.
+_REBUILD_DOCUMENTS = """
+INSERT INTO entity_words (rowid, name, aliases, entity_type, observations)
+SELECT e.id, e.name,
+    CASE WHEN json_valid(e.extra) THEN coalesce(
+        (SELECT group_concat(value, char(10)) FROM json_each(e.extra, '$.aliases') WHERE type = 'text'), ''
+    ) ELSE '' END,
+    e.entity_type,
+    coalesce((SELECT group_concat(content, char(10)) FROM
+        (SELECT content FROM observations AS o WHERE o.entity_id = e.id ORDER BY o.id)), '')
+FROM entities AS e WHERE e.id IN (SELECT entity_id FROM entity_words_stale)
+"""
+
+
+def _fts_query(terms: Sequence[Term]) -> str | None:
+    """The FTS5 query for a word search: any of the terms, each a word or a word prefix."""
+    if not terms:
+        return None
+    return " OR ".join(_fts_phrase(term.word) + ("*" if term.prefix else "") for term in terms)
+
+
+def _official_queries(search: WordSearch) -> list[tuple[str, dict[str, Any]]]:
+    """Queries for the ids of the entities containing a needle (the official match).
+
+    Each query's ids are distinct, so one that returns fewer rows than its LIMIT is complete.
+    """
+    of_type = " AND e.entity_type = :type" if search.entity_type is not None else ""
+    join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
+    queries: list[tuple[str, dict[str, Any]]] = []
+    for needle in dict.fromkeys(search.needles):
+        params = {"needle": needle, "phrase": _fts_phrase(needle), "type": search.entity_type}
+        if not needle:
+            # Every text contains the empty string.
+            queries.append(("SELECT e.id FROM entities AS e WHERE 1" + of_type, params))
+            continue
+        if len(needle) >= _TRIGRAM:
+            # The trigram index narrows the rows; instr() keeps the answer exact.
+            entities = "entity_text JOIN entities AS e ON e.id = entity_text.rowid WHERE entity_text MATCH :phrase AND"
+            observations = (
+                "observation_text JOIN observations AS o ON o.id = observation_text.rowid"
+                f"{join_entity} WHERE observation_text MATCH :phrase AND"
+            )
+        else:
+            entities = "entities AS e WHERE"
+            observations = f"observations AS o{join_entity} WHERE"
+        queries.append(
+            (
+                f"SELECT e.id FROM {entities} (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)"
+                + of_type,
+                params,
+            )
+        )
+        queries.append(
+            (f"SELECT DISTINCT o.entity_id FROM {observations} instr(o.content_lc, :needle) > 0" + of_type, params)
+        )
+    return queries
+
+
 def create_private_file(path: Path) -> None:
     """Create `path` (and its missing parent folders) readable by the owner only, if it is new."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -90,6 +157,7 @@ class SQLiteStore:
             self._migrate()
         self._lock = threading.RLock()
         self._depth = 0
+        self._writing = False
 
     # -- transactions ---------------------------------------------------------
 
@@ -112,6 +180,7 @@ class SQLiteStore:
                     for statement in _split_sql(sql):
                         self._conn.execute(statement)
                     self._conn.execute(f"PRAGMA user_version = {number}")
+            self._refresh_word_index()
             self._conn.execute("COMMIT")
         except BaseException:
             self._conn.execute("ROLLBACK")
@@ -131,20 +200,23 @@ class SQLiteStore:
             with map_backend_errors():
                 self._conn.execute(begin)
             self._depth = 1
+            self._writing = begin == _BEGIN_WRITE
             try:
                 with map_driver_errors():
                     yield
+                    if self._writing:
+                        self._refresh_word_index()
             except BaseException:
-                self._depth = 0
+                self._depth, self._writing = 0, False
                 with map_backend_errors():
                     self._conn.execute("ROLLBACK")
                 raise
-            self._depth = 0
+            self._depth, self._writing = 0, False
             with map_backend_errors():
                 self._conn.execute("COMMIT")
 
     def write(self) -> AbstractContextManager[None]:
-        return self._transaction("BEGIN IMMEDIATE")
+        return self._transaction(_BEGIN_WRITE)
 
     def read(self) -> AbstractContextManager[None]:
         return self._transaction("BEGIN")
@@ -289,6 +361,141 @@ class SQLiteStore:
             else:
                 hits[name] = FieldHits(previous.in_name, previous.in_type, count, entity_id)
         return hits
+
+    # -- ranked search (issue 3, part 1) ---------------------------------------------------
+
+    def search_entities(self, search: WordSearch) -> list[SearchHit]:
+        if self._writing:
+            # A search inside a write transaction sees what the transaction wrote.
+            self._refresh_word_index()
+        query = _fts_query(self._informative_terms(search.terms))
+        end = None if search.limit is None else search.offset + search.limit
+        official = self._official_ids(search, None if end is None else _MANY_OFFICIAL)
+        ranked: list[tuple[int, bool, float]]
+        if official is None:
+            assert end is not None  # without a limit every official match is counted
+            ranked = self._walk_best_words(search, query, end)
+        else:
+            scores = self._scores(search, query, official) if query and official else {}
+            ranked = [(i, True, scores.get(i, 0.0)) for i in sorted(official, key=lambda i: (-scores.get(i, 0.0), i))]
+            wanted = search.max_word_matches if end is None else end - len(ranked)
+            if query and wanted > 0:
+                ranked += [(i, False, score) for i, score in self._best_words(search, query, official, wanted)]
+        page = ranked[search.offset : end]
+        names = dict(
+            self._conn.execute(
+                "SELECT id, name FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps([i for i, _, _ in page]),),
+            ).fetchall()
+        )
+        return [SearchHit(names[i], is_official, score) for i, is_official, score in page]
+
+    def _informative_terms(self, terms: Sequence[Term]) -> Sequence[Term]:
+        """The terms without those found in half of the entities or more, unless all are."""
+        if not terms:
+            return terms
+        (rows,) = self._conn.execute("SELECT count(*) FROM entities").fetchone()
+        informative = []
+        for term in terms:
+            # Counting stops at half the rows: past that a term is common, whatever its count.
+            (matches,) = self._conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM entity_words WHERE entity_words MATCH ? LIMIT ?)",
+                (_fts_query([term]), (rows + 1) // 2),
+            ).fetchone()
+            if not is_common(matches, rows):
+                informative.append(term)
+        return informative or terms
+
+    def _official_ids(self, search: WordSearch, cap: int | None) -> set[int] | None:
+        """Ids of the entities containing a needle, or None when there are more than `cap`."""
+        found: set[int] = set()
+        for sql, params in _official_queries(search):
+            rows = self._conn.execute(sql if cap is None else f"{sql} LIMIT {cap + 1}", params).fetchall()
+            found.update(entity_id for (entity_id,) in rows)
+            if cap is not None and (len(rows) > cap or len(found) > cap):
+                return None
+        return found
+
+    def _scores(self, search: WordSearch, query: str, ids: set[int]) -> dict[int, float]:
+        # "+rowid" keeps SQLite from running the FTS query once per id: one pass over
+        # the query's matches, and bm25() only for the rows asked about.
+        rows = self._conn.execute(
+            "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?) FROM entity_words"
+            " WHERE entity_words MATCH ? AND +rowid IN (SELECT value FROM json_each(?))",
+            (*search.weights, query, json.dumps(sorted(ids))),
+        )
+        return dict(rows.fetchall())
+
+    def _word_matches_sql(self, search: WordSearch) -> tuple[str, list[Any]]:
+        sql = "SELECT entity_words.rowid, -bm25(entity_words, ?, ?, ?, ?) AS score FROM entity_words"
+        params: list[Any] = [*search.weights]
+        if search.entity_type is not None:
+            sql += " JOIN entities AS e ON e.id = entity_words.rowid AND e.entity_type = ?"
+            params.append(search.entity_type)
+        return sql + " WHERE entity_words MATCH ?", params
+
+    def _best_words(self, search: WordSearch, query: str, exclude: set[int], limit: int) -> list[tuple[int, float]]:
+        """The best `limit` word matches outside `exclude`, SQLite ranking and cutting them."""
+        sql, params = self._word_matches_sql(search)
+        sql += (
+            " AND entity_words.rowid NOT IN (SELECT value FROM json_each(?))"
+            " ORDER BY score DESC, entity_words.rowid LIMIT ?"
+        )
+        return self._conn.execute(sql, (*params, query, json.dumps(sorted(exclude)), limit)).fetchall()
+
+    def _walk_best_words(self, search: WordSearch, query: str | None, end: int) -> list[tuple[int, bool, float]]:
+        """The first `end` of the order when official matches are many (a common word).
+
+        They are then nearly all word matches too, so walking the word matches best first
+        and keeping the official ones finds the best official matches after a few rows.
+        """
+        if not query:
+            # No word to rank by: the official matches in creation order, each query cut by SQLite.
+            first: set[int] = set()
+            for official_sql, official_params in _official_queries(search):
+                rows = self._conn.execute(f"{official_sql} ORDER BY 1 LIMIT {end}", official_params)
+                first.update(entity_id for (entity_id,) in rows)
+            return [(entity_id, True, 0.0) for entity_id in sorted(first)[:end]]
+        official: list[tuple[int, float]] = []
+        words_only: list[tuple[int, float]] = []
+        sql, params = self._word_matches_sql(search)
+        cursor = self._conn.execute(sql + " ORDER BY score DESC, entity_words.rowid", (*params, query))
+        try:
+            while len(official) < end and (chunk := cursor.fetchmany(_WALK_CHUNK)):
+                found = self._official_among([entity_id for entity_id, _ in chunk], search.needles)
+                for entity_id, score in chunk:
+                    (official if entity_id in found else words_only).append((entity_id, score))
+        finally:
+            cursor.close()
+        if len(official) >= end:
+            return [(entity_id, True, score) for entity_id, score in official[:end]]
+        # Every word match was seen: the official matches that matched no word come next.
+        seen = {entity_id for entity_id, _ in official}
+        unscored = sorted((self._official_ids(search, None) or set()) - seen)
+        ranked = [(i, True, score) for i, score in official] + [(i, True, 0.0) for i in unscored]
+        return ranked + [(i, False, score) for i, score in words_only[: max(0, end - len(ranked))]]
+
+    def _official_among(self, ids: Sequence[int], needles: Sequence[str]) -> set[int]:
+        condition = " OR ".join(
+            "instr(e.name_lc, ?) > 0 OR instr(e.type_lc, ?) > 0 OR EXISTS (SELECT 1 FROM observations AS o"
+            " WHERE o.entity_id = e.id AND instr(o.content_lc, ?) > 0)"
+            for _ in needles
+        )
+        rows = self._conn.execute(
+            f"SELECT e.id FROM entities AS e WHERE e.id IN (SELECT value FROM json_each(?)) AND ({condition})",
+            (json.dumps(list(ids)), *(needle for needle in needles for _ in range(3))),
+        )
+        return {entity_id for (entity_id,) in rows}
+
+    def _refresh_word_index(self) -> None:
+        """Rebuild the word-index documents of the entities the triggers marked as changed."""
+        if not self._conn.execute("SELECT EXISTS (SELECT 1 FROM entity_words_stale)").fetchone()[0]:
+            return
+        self._conn.execute("DELETE FROM entity_words WHERE rowid IN (SELECT entity_id FROM entity_words_stale)")
+        self._conn.execute(_REBUILD_DOCUMENTS)
+        self._conn.execute("DELETE FROM entity_words_stale")
+
+    # -- end of ranked search --------------------------------------------------------------
 
     def counts(self) -> StoreCounts:
         (entities,) = self._conn.execute("SELECT count(*) FROM entities").fetchone()

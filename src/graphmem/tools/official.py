@@ -11,10 +11,19 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from graphmem import schemas
+from graphmem import schemas, search
+from graphmem.limits import Limits
 from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
 from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
-from graphmem.tools.budget import SMALLEST_ENTITY, SMALLEST_OUTLINE, cut_note, fit_graph, fit_items, most_that_fit
+from graphmem.tools.budget import (
+    SMALLEST_ENTITY,
+    SMALLEST_OUTLINE,
+    cut_note,
+    fit_graph,
+    fit_items,
+    most_that_fit,
+    truncation_note,
+)
 
 __all__ = ["OFFICIAL_TOOLS"]
 
@@ -76,7 +85,11 @@ class _ReadGraphArgs(ToolArgs):
 
 
 class _SearchArgs(ToolArgs):
-    query: str
+    # Ranges are checked by the graph, which words the error for the model.
+    query: str | list[str]
+    entity_type: str | None = Field(default=None, alias="entityType")
+    limit: int | None = None
+    offset: int = 0
 
 
 class _OpenArgs(ToolArgs):
@@ -266,7 +279,25 @@ def _read_outlines(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
 
 
 def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
-    return _graph_output(ctx.graph.search_nodes(args.query).to_wire())
+    graph = ctx.graph.search_nodes(args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset)
+    fitted = fit_graph(graph, ctx.response_budget)
+    wire = fitted.graph.to_wire()
+    if not fitted.cut:
+        return ToolOutput(wire, dump_json(wire))
+    # The answer is ranked by name; a cut between two entities sharing a name (a JSONL
+    # file may hold such twins) shows that name again on the next page.
+    kept = list(dict.fromkeys(entity.name for entity in fitted.graph.entities))
+    if any(entity.name == kept[-1] for entity in graph.entities[len(fitted.graph.entities) :]):
+        kept.pop()
+    next_offset = args.offset + len(kept)
+    more = f"limit {args.limit}" if args.limit is not None else "a limit"
+    note = truncation_note(
+        fitted,
+        ctx.response_budget,
+        f"Call search_nodes again with offset {next_offset} (and {more}) to get the next ones, "
+        "or narrow the search with entityType or a more specific query.",
+    )
+    return ToolOutput({**wire, "truncated": fitted.truncation(next_offset)}, dump_json(wire), (note,))
 
 
 def open_nodes(ctx: ToolContext, args: _OpenArgs) -> ToolOutput:
@@ -275,6 +306,9 @@ def open_nodes(ctx: ToolContext, args: _OpenArgs) -> ToolOutput:
 
 
 _NAMES = {"type": "array", "items": {"type": "string"}}
+
+# The documented defaults; the graph enforces the limits it was given.
+_LIMITS = Limits()
 
 OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -455,21 +489,52 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         title="Search Nodes",
         description=(
             "Search for nodes in the knowledge graph based on a query. "
-            "Use it when you do not know the exact entity names: it matches names, types and "
-            "observations case-insensitively, also word by word in any order (a question works), "
-            "best matches first; use open_nodes when you know the names."
+            "Use it when you do not know the exact entity names: it matches names, aliases, types and "
+            "observations, the whole query and also its words in any order, so a plain-language "
+            "question works; the best matches come first, and every entity that contains the whole "
+            "query comes before those that match only some words. Pass a list of queries to match "
+            "any of them, entityType to keep one type, limit for only the best few and offset to "
+            "page on; use open_nodes when you know the names."
         ),
         input_schema=schemas.input_schema(
             {
                 "query": {
-                    "type": "string",
                     "description": "The search query to match against entity names, types, and observation content",
-                    "maxLength": 2048,
-                }
+                    "anyOf": [
+                        {"type": "string", "maxLength": _LIMITS.max_query_length},
+                        {
+                            "type": "array",
+                            "items": {"type": "string", "maxLength": _LIMITS.max_query_length},
+                            "minItems": 1,
+                            "maxItems": _LIMITS.max_search_queries,
+                            "description": "Several queries: an entity matching any of them is found",
+                        },
+                    ],
+                },
+                "entityType": {
+                    "type": "string",
+                    "description": "Only return entities of exactly this type (case-sensitive), e.g. person",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": _LIMITS.max_page_size,
+                    "description": (
+                        "Return only the best this many entities. Without it, every entity containing the "
+                        f"whole query is returned, plus the {search.MAX_WORD_MATCHES} best that match only "
+                        "some of its words"
+                    ),
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "default": 0,
+                    "description": "Skip this many entities of the ranked answer first (to page with limit)",
+                },
             },
             ["query"],
         ),
-        output_schema=schemas.GRAPH_RESULT,
+        output_schema=schemas.BOUNDED_GRAPH_RESULT,
         annotations=READ,
         arguments=_SearchArgs,
         run=search_nodes,

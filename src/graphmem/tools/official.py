@@ -492,24 +492,18 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
             "Use it when you do not know the exact entity names: it matches names, aliases, types and "
             "observations, the whole query and also its words in any order, so a plain-language "
             "question works; the best matches come first, and every entity that contains the whole "
-            "query comes before those that match only some words. Pass a list of queries to match "
-            "any of them, entityType to keep one type, limit for only the best few and offset to "
+            "query comes before those that match only some words. query may also be a list of strings "
+            "to match any of them; entityType to keep one type, limit for only the best few and offset to "
             "page on; use open_nodes when you know the names."
         ),
         input_schema=schemas.input_schema(
             {
+                # Listed as the official string, so every client keeps accepting the tool;
+                # a list of queries (spec 003) is accepted too, as the description says.
                 "query": {
+                    "type": "string",
                     "description": "The search query to match against entity names, types, and observation content",
-                    "anyOf": [
-                        {"type": "string", "maxLength": _LIMITS.max_query_length},
-                        {
-                            "type": "array",
-                            "items": {"type": "string", "maxLength": _LIMITS.max_query_length},
-                            "minItems": 1,
-                            "maxItems": _LIMITS.max_search_queries,
-                            "description": "Several queries: an entity matching any of them is found",
-                        },
-                    ],
+                    "maxLength": _LIMITS.max_query_length,
                 },
                 "entityType": {
                     "type": "string",

@@ -383,6 +383,24 @@ def test_json_export_of_an_empty_memory_is_an_empty_document(tmp_path):
     assert run("export", "-f", memory).stdout_bytes == b""
 
 
+@pytest.mark.filterwarnings("ignore:.* deprecated - use:DeprecationWarning")  # pydot's old pyparsing names
+def test_diagram_exports_are_read_by_real_parsers(tmp_path):
+    import networkx
+    import pydot
+
+    memory = tmp_path / "memory.db"
+    run("import", OFFICIAL, "-f", memory)
+    entities, relations = read_memory(memory)
+    (dot,) = pydot.graph_from_dot_data(run("export", "-f", memory, "--format", "dot").stdout)
+    assert len(dot.get_nodes()) >= len(entities) and len(dot.get_edges()) == len(relations)
+    graphml = tmp_path / "memory.graphml"
+    assert run("export", "-f", memory, "--format", "graphml", "-o", graphml).exit_code == 0
+    read = networkx.read_graphml(graphml)
+    assert {data["name"] for _, data in read.nodes(data=True)} >= {entity.name for entity in entities}
+    mermaid = run("export", "-f", memory, "--format", "mermaid").stdout
+    assert mermaid.startswith("graph LR\n") and mermaid.count(" -->|") == len(relations)
+
+
 def test_export_to_a_file_replaces_it_whole_and_leaves_no_temp_file(tmp_path):
     memory = tmp_path / "memory.db"
     run("import", OFFICIAL, "-f", memory)
@@ -406,7 +424,7 @@ def test_an_export_that_fails_midway_leaves_the_previous_file_untouched(tmp_path
         yield "a first line\n"
         raise StorageError("The memory database failed (disk I/O error); nothing was changed.")
 
-    monkeypatch.setattr(graphmem.transfer, "encode_graph", failing_encoder)
+    monkeypatch.setitem(graphmem.transfer._WRITERS, "jsonl", failing_encoder)
     error = one_line_error(run("export", "-f", memory, "-o", target))
     assert error == "Error: The memory database failed (disk I/O error); nothing was changed."
     assert target.read_bytes() == b"previous export"

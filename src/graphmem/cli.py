@@ -359,7 +359,10 @@ def import_(
     type=click.Choice(EXPORT_FORMATS),
     default="jsonl",
     show_default=True,
-    help="jsonl: the official server's memory file, byte for byte; json: one indented JSON document.",
+    help=(
+        "jsonl: the official server's memory file, byte for byte; json: one indented JSON document; "
+        "mermaid: a flowchart; dot: a Graphviz digraph; graphml: GraphML for graph tools."
+    ),
 )
 @click.option(
     "--output",
@@ -382,11 +385,12 @@ def export(
     memory_file: str | None,
     strict: bool | None,
 ) -> None:
-    """Write the memory out as JSONL or JSON.
+    """Write the memory out as JSONL, JSON or a diagram (Mermaid, DOT, GraphML).
 
     JSONL is exactly the file the official server writes (entities, then relations, one
     compact object per line), so `graphmem export -o memory.jsonl` gives a file it can load.
     Keys from other formats (a fork's aliases, createdAt, version) follow the official keys.
+    In diagrams every name is escaped, so no quote, newline or bracket can break them.
     """
     settings = _settings(ctx, memory_file, strict)
     to_stdout = output is None or str(output) == "-"

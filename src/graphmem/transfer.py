@@ -37,6 +37,7 @@ from itertools import chain
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn, TypeVar
 
+from graphmem.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
 from graphmem.errors import ImportFormatError, InvalidInputError
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, Relation
@@ -60,8 +61,8 @@ __all__ = [
 
 T = TypeVar("T")
 
-ExportFormat = Literal["jsonl", "json"]
-EXPORT_FORMATS: tuple[ExportFormat, ...] = ("jsonl", "json")
+ExportFormat = Literal["jsonl", "json", "mermaid", "dot", "graphml"]
+EXPORT_FORMATS: tuple[ExportFormat, ...] = ("jsonl", "json", "mermaid", "dot", "graphml")
 
 # Records go to the store in chunks of this size: large enough that a statement is not
 # paid per record, small enough that a huge file never sits in memory.
@@ -614,6 +615,15 @@ def _json_document(entities: Iterable[Entity], relations: Iterable[Relation]) ->
     yield "}\n"
 
 
+_WRITERS: dict[ExportFormat, Callable[[Iterable[Entity], Iterable[Relation]], Iterator[str]]] = {
+    "jsonl": encode_graph,
+    "json": _json_document,
+    "mermaid": mermaid_chunks,
+    "dot": dot_chunks,
+    "graphml": graphml_chunks,
+}
+
+
 def export_graph(
     graph: KnowledgeGraph,
     out: IO[bytes],
@@ -626,6 +636,7 @@ def export_graph(
     `jsonl` is the official server's file, byte for byte: every entity line, then every
     relation line, each ending in a newline; keys it does not know follow its own. `json`
     is one document `{"entities": [...], "relations": [...]}` with a 2-space indent.
+    `mermaid`, `dot` and `graphml` are diagrams (see `graphmem.diagrams`).
 
     Args:
         progress: called with the number of records written since its last call.
@@ -649,10 +660,7 @@ def export_graph(
         with graph.store.read():
             entity_iter, relation_iter = graph.iter_graph()
             counted_entities, counted_relations = counted(entity_iter, 0), counted(relation_iter, 1)
-            if fmt == "jsonl":
-                pieces = encode_graph(counted_entities, counted_relations)
-            else:
-                pieces = _json_document(counted_entities, counted_relations)
+            pieces = _WRITERS[fmt](counted_entities, counted_relations)
             batch: list[str] = []
             for piece in pieces:
                 batch.append(piece)

@@ -377,6 +377,23 @@ class KnowledgeGraph:
         Raises:
             InvalidInputError: an argument is out of range (nothing is searched).
         """
+        return self.search_page(query, entity_type=entity_type, limit=limit, offset=offset).graph
+
+    def search_page(
+        self,
+        query: str | Sequence[str],
+        *,
+        entity_type: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        load_at_most: int | None = None,
+    ) -> GraphPage:
+        """`search_nodes`, loading at most the first `load_at_most` of the entities it ranks.
+
+        The page's `total_entities` is how many names the search ranked (after `offset`
+        and `limit`), so a caller that cannot show them all knows how many it left out
+        without loading them.
+        """
         queries = [query] if isinstance(query, str) else list(query)
         if not queries:
             raise InvalidInputError("query", "is an empty list; give a query, or a list of at least one.")
@@ -395,7 +412,8 @@ class KnowledgeGraph:
         plan = search.word_search(queries, entity_type=entity_type, limit=limit, offset=offset)
         with self.store.read():
             # The store ranks and cuts, so only the entities answered are loaded.
-            names = [hit.name for hit in self.store.search_entities(plan)]
+            ranked_names = [hit.name for hit in self.store.search_entities(plan)]
+            names = ranked_names if load_at_most is None else ranked_names[:load_at_most]
             entities = self.store.get_entities(names)
             # A JSONL file may hold two entities under one name; the official search returns both.
             by_name: dict[str, list[Entity]] = {}
@@ -403,7 +421,7 @@ class KnowledgeGraph:
                 by_name.setdefault(entity.name, []).append(entity)
             ranked = tuple(entity for name in names for entity in by_name.get(name, ()))
             relations = self.store.relations_touching(names)
-        return Graph(ranked, tuple(relations))
+        return GraphPage(Graph(ranked, tuple(relations)), offset, len(ranked_names))
 
     def counts(self) -> StoreCounts:
         with self.store.read():

@@ -22,7 +22,6 @@ from graphmem.tools.budget import (
     fit_graph,
     fit_items,
     most_that_fit,
-    truncation_note,
 )
 
 __all__ = ["OFFICIAL_TOOLS"]
@@ -279,25 +278,31 @@ def _read_outlines(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
 
 
 def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
-    graph = ctx.graph.search_nodes(args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset)
+    # Load no more entities than the budget could show, however many match.
+    cap = most_that_fit(ctx.response_budget, SMALLEST_ENTITY)
+    page = ctx.graph.search_page(
+        args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, load_at_most=cap
+    )
+    graph = page.graph
     fitted = fit_graph(graph, ctx.response_budget)
     wire = fitted.graph.to_wire()
-    if not fitted.cut:
+    kept = list(dict.fromkeys(entity.name for entity in fitted.graph.entities))
+    if not fitted.cut and len(kept) == page.total_entities:
         return ToolOutput(wire, dump_json(wire))
     # The answer is ranked by name; a cut between two entities sharing a name (a JSONL
     # file may hold such twins) shows that name again on the next page.
-    kept = list(dict.fromkeys(entity.name for entity in fitted.graph.entities))
-    if any(entity.name == kept[-1] for entity in graph.entities[len(fitted.graph.entities) :]):
+    if fitted.cut and any(entity.name == kept[-1] for entity in graph.entities[len(fitted.graph.entities) :]):
         kept.pop()
     next_offset = args.offset + len(kept)
+    omitted = page.total_entities - len(kept)
     more = f"limit {args.limit}" if args.limit is not None else "a limit"
-    note = truncation_note(
-        fitted,
-        ctx.response_budget,
+    how = (
         f"Call search_nodes again with offset {next_offset} (and {more}) to get the next ones, "
-        "or narrow the search with entityType or a more specific query.",
+        "or narrow the search with entityType or a more specific query."
     )
-    return ToolOutput({**wire, "truncated": fitted.truncation(next_offset)}, dump_json(wire), (note,))
+    note = cut_note(len(kept), omitted, ctx.response_budget, how)
+    truncated = {"omittedEntities": omitted, "nextOffset": next_offset}
+    return ToolOutput({**wire, "truncated": truncated}, dump_json(wire), (note,))
 
 
 def open_nodes(ctx: ToolContext, args: _OpenArgs) -> ToolOutput:

@@ -1,107 +1,29 @@
-"""Moving a memory in and out of graphmem: reading and writing whole knowledge-graph files.
-
-`import_stream` reads any of these, told apart by their content, never by the suffix:
-
-    JSONL lines      the official memory file: {"type":"entity",…} and {"type":"relation",…}
-                     lines (also the old `memory.json`, which was JSONL too), with any extra
-                     keys a fork adds (`aliases`, `createdAt`, `version`), and the spec-003
-                     fork's {"type":"observation","entityName":…,"content":…} lines
-    JSON document    {"entities": […], "relations": […]}, compact or pretty: what read_graph
-                     returns and what people exported by hand (an "observations" list of
-                     fork observation records is read too)
-
-Records are fed to `KnowledgeGraph.import_graph` in chunks inside one write transaction,
-so a file of any size is imported whole or not at all, with its merging rules. JSONL is
-streamed line by line; a JSON document is read whole (it is one value).
-
-`export_graph` writes the memory as the official server's JSONL file, byte for byte, or as
-one pretty JSON document, streaming from one read snapshot. `write_atomically` puts any
-output in place with a temp file and a rename.
-
-No MCP or click here: the command line (`cli.py`) supplies the warning and progress callbacks.
-"""
+"""Importing a JSONL file or a JSON document into the graph, in chunks inside one transaction."""
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import json
-import math
-import os
-import re
-import stat
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
-from pathlib import Path
-from typing import IO, Any, Literal, NoReturn, TypeVar
+from typing import IO, Any, Literal
 
-from graphmem.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
 from graphmem.errors import ImportFormatError, InvalidInputError
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, Relation
-from graphmem.storage.jsonl_format import (
-    EntityRecord,
-    OtherRecord,
-    RelationRecord,
-    decode_line,
-    encode_graph,
-    encode_value,
-)
+from graphmem.storage.jsonl_format import EntityRecord, OtherRecord, RelationRecord, decode_line, encode_value
+from graphmem.transfer.json_document import DECODER, SECTIONS, document_items, looks_like_document
+from graphmem.transfer.streams import LONE_SURROGATE, PROGRESS_BYTES, Progress, StreamError
 
-__all__ = [
-    "EXPORT_FORMATS",
-    "ExportReport",
-    "ImportReport",
-    "export_graph",
-    "import_stream",
-    "write_atomically",
-]
-
-T = TypeVar("T")
-
-ExportFormat = Literal["jsonl", "json", "mermaid", "dot", "graphml"]
-EXPORT_FORMATS: tuple[ExportFormat, ...] = ("jsonl", "json", "mermaid", "dot", "graphml")
+__all__ = ["ImportReport", "Warn", "import_stream"]
 
 # Records go to the store in chunks of this size: large enough that a statement is not
 # paid per record, small enough that a huge file never sits in memory.
 _CHUNK = 1000
 
-# Progress is reported at most once per this many bytes or records: a progress bar
-# redraws on every update, which would cost more than the import itself.
-_PROGRESS_BYTES = 1 << 20
-_PROGRESS_RECORDS = 1000
-
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _BOM = "\ufeff"
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
-# The start of a JSON document rather than a JSONL record: a lone "{" (pretty printed)
-# or an object whose first key is one of the document's lists.
-_DOCUMENT_START = re.compile(r'\{\s*(?:$|"(?:entities|relations|observations)"\s*:)')
-# The lists of a JSON document and the record type of their items.
-_SECTIONS = {"entities": "entity", "relations": "relation", "observations": "observation"}
 
-Progress = Callable[[int], None]
 Warn = Callable[[str], None]
-
-
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text} is out of range")
-    return value
-
-
-# The same strictness as the JSONL reader: only what JavaScript's JSON.parse accepts, so
-# nothing is imported that the official server could not load back.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
-_PRETTY = json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False)
 
 
 @dataclass(slots=True)
@@ -135,15 +57,6 @@ class ImportReport:
         return self.relations_read - self.relations_new
 
 
-@dataclass(frozen=True, slots=True)
-class ExportReport:
-    entities: int
-    relations: int
-
-
-# -- import -------------------------------------------------------------------------------
-
-
 class _Loader:
     """Feeds records to the graph in chunks; must run inside the store's write transaction."""
 
@@ -165,7 +78,7 @@ class _Loader:
     def _clean_text(self, text: str) -> str:
         if text.isascii():
             return text
-        cleaned, count = _LONE_SURROGATE.subn("\ufffd", text)
+        cleaned, count = LONE_SURROGATE.subn("\ufffd", text)
         self.report.surrogates_replaced += count
         return cleaned
 
@@ -184,7 +97,7 @@ class _Loader:
     def entity(self, entity: Entity) -> None:
         self.report.entities_read += 1
         texts = "".join((entity.name, entity.entity_type, *entity.observations))
-        if entity.extra is not None or (not texts.isascii() and _LONE_SURROGATE.search(texts)):
+        if entity.extra is not None or (not texts.isascii() and LONE_SURROGATE.search(texts)):
             entity = Entity(
                 self._clean_text(entity.name),
                 self._clean_text(entity.entity_type),
@@ -198,7 +111,7 @@ class _Loader:
     def relation(self, relation: Relation) -> None:
         self.report.relations_read += 1
         texts = relation.from_ + relation.to + relation.relation_type
-        if relation.extra is not None or (not texts.isascii() and _LONE_SURROGATE.search(texts)):
+        if relation.extra is not None or (not texts.isascii() and LONE_SURROGATE.search(texts)):
             relation = Relation(
                 self._clean_text(relation.from_),
                 self._clean_text(relation.to),
@@ -316,7 +229,7 @@ class _Reader:
         for line_no, raw in enumerate(lines, start=1):
             if self.progress is not None:
                 unreported += len(raw)
-                if unreported >= _PROGRESS_BYTES:
+                if unreported >= PROGRESS_BYTES:
                     self.progress(unreported)
                     unreported = 0
             try:
@@ -335,17 +248,17 @@ class _Reader:
                 elif isinstance(record, OtherRecord):
                     # Rare lines (observations, markers) are parsed a second time rather than
                     # slowing down every line: decode_line keeps only their text.
-                    self.other(_DECODER.decode(record.line.strip()), line_no)
+                    self.other(DECODER.decode(record.line.strip()), line_no)
             except ImportFormatError as error:
                 self.invalid(error)
         if self.progress is not None and unreported:
             self.progress(unreported)
 
     def document(self, text: str) -> None:
-        items = _document_items(text)
+        items = document_items(text)
         position = 0
         for section, start, line_no, value in items:
-            if self.progress is not None and start - position >= _PROGRESS_BYTES:
+            if self.progress is not None and start - position >= PROGRESS_BYTES:
                 # Characters, not bytes: close enough for a progress bar.
                 self.progress(start - position)
                 position = start
@@ -357,7 +270,7 @@ class _Reader:
             self.progress(len(text) - position)
 
     def item(self, section: str, value: Any, line_no: int) -> None:
-        kind = _SECTIONS.get(section)
+        kind = SECTIONS.get(section)
         if kind is None:
             self.warn(f"Line {line_no}: the document's key {section!r} is not part of a graph; ignored.")
             return
@@ -384,106 +297,6 @@ class _Reader:
                 f"{self.report.surrogates_replaced} unpaired surrogate code point(s) replaced with U+FFFD: "
                 "they are not valid text and cannot be stored."
             )
-
-
-class _Positions:
-    """Line numbers of offsets into a text, for offsets that only grow."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.offset = 0
-        self.line = 1
-
-    def line_of(self, offset: int) -> int:
-        if offset < self.offset:
-            # Rare (an error reported at an earlier offset): count from the start.
-            self.offset, self.line = 0, 1
-        self.line += self.text.count("\n", self.offset, offset)
-        self.offset = offset
-        return self.line
-
-
-def _document_items(text: str) -> Iterator[tuple[str, int, int, Any]]:
-    """Each item of the document's lists: (key, offset, line number, value).
-
-    Walks the top-level object by hand, not with one `json.loads`, so an item that is not a
-    record can be reported with its line and skipped. A key that is not a list yields the
-    key's value once. A syntax error ends the walk, since nothing after it can be trusted.
-
-    Raises:
-        InvalidInputError: the text is not one JSON object.
-    """
-    positions = _Positions(text)
-
-    def skip(offset: int) -> int:
-        match = _JSON_WHITESPACE.match(text, offset)
-        return match.end() if match else offset
-
-    def fail(offset: int, reason: str) -> NoReturn:
-        raise InvalidInputError(
-            "FILE",
-            f"Line {positions.line_of(offset)}: {reason} A JSON document cannot be read past a syntax error; "
-            "nothing was imported.",
-        )
-
-    def value_at(offset: int) -> tuple[Any, int]:
-        try:
-            return _DECODER.raw_decode(text, offset)
-        except json.JSONDecodeError as exc:
-            fail(exc.pos, f"not valid JSON ({exc.msg}).")
-        except (ValueError, RecursionError) as exc:
-            fail(offset, f"not valid JSON ({exc}).")
-
-    def expect(offset: int, chars: str, what: str) -> int:
-        char = text[offset : offset + 1]
-        if not char or char not in chars:
-            fail(offset, f"expected {what}.")
-        return offset
-
-    pos = expect(skip(0), "{", "a JSON object")
-    pos = skip(pos + 1)
-    if text[pos : pos + 1] == "}":
-        pos += 1
-    else:
-        while True:
-            key, pos = value_at(expect(pos, '"', "a key in double quotes"))
-            pos = skip(expect(skip(pos), ":", "':'") + 1)
-            if key in _SECTIONS and text[pos : pos + 1] == "[":
-                pos = skip(pos + 1)
-                if text[pos : pos + 1] == "]":
-                    pos += 1
-                else:
-                    while True:
-                        start = pos
-                        value, pos = value_at(pos)
-                        yield key, start, positions.line_of(start), value
-                        pos = expect(skip(pos), ",]", "',' or ']'")
-                        closing = text[pos] == "]"
-                        pos = skip(pos + 1)
-                        if closing:
-                            break
-            else:
-                start = pos
-                value, pos = value_at(pos)
-                if key in _SECTIONS:
-                    fail(start, f"{key!r} must be a list.")
-                yield key, start, positions.line_of(start), value
-            pos = expect(skip(pos), ",}", "',' or '}'")
-            closing = text[pos] == "}"
-            pos = skip(pos + 1)
-            if closing:
-                break
-    if skip(pos) != len(text):
-        fail(skip(pos), "extra data after the JSON document.")
-
-
-def _looks_like_document(first_line: str) -> bool:
-    text = first_line.strip()
-    try:
-        value = _DECODER.decode(text)
-    except (ValueError, RecursionError):
-        return _DOCUMENT_START.match(text) is not None
-    return isinstance(value, dict) and "type" not in value and any(key in value for key in _SECTIONS)
 
 
 def import_stream(
@@ -533,7 +346,7 @@ def import_stream(
     except UnicodeDecodeError:
         first_text = ""
     text: str | None = None
-    if _looks_like_document(first_text):
+    if looks_like_document(first_text):
         # One JSON value: read whole, before the transaction, so the memory is not held
         # locked while a slow input arrives.
         report.format = "json"
@@ -554,171 +367,14 @@ def import_stream(
                 reader.lines(chain(head, _guarded(stream)))
             loader.finish()
             report.observations_added = graph.store.counts().observations - before.observations
-    except _StreamError as failed:
+    except StreamError as failed:
         raise failed.error from None
     reader.warn_ignored()
     return report
-
-
-class _StreamError(Exception):
-    """Carries an OSError of the input or output file through a store transaction.
-
-    The stores turn every OSError raised inside a transaction into a StorageError about
-    the memory file; a failure of the file being imported or written is not that.
-    """
-
-    def __init__(self, error: OSError) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def _guarded(stream: IO[bytes]) -> Iterator[bytes]:
     try:
         yield from stream
     except OSError as error:
-        raise _StreamError(error) from error
-
-
-# -- export -------------------------------------------------------------------------------
-
-
-def _escape_lone_surrogates(text: str) -> str:
-    # json writes lone surrogates raw with ensure_ascii=False, which UTF-8 cannot encode;
-    # escape them as JavaScript's JSON.stringify does.
-    if not text.isascii() and _LONE_SURROGATE.search(text):
-        text = _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-    return text
-
-
-def _document_object(wire: dict[str, Any], extra: dict[str, Any] | None) -> dict[str, Any]:
-    if extra:
-        # Extra keys (a fork's aliases, createdAt, version) after the official ones, as in JSONL.
-        wire.update((key, value) for key, value in extra.items() if key not in wire)
-    return wire
-
-
-def _pretty_list(key: str, objects: Iterable[dict[str, Any]], last: bool) -> Iterator[str]:
-    """One list of the pretty document, laid out exactly as `json.dumps(doc, indent=2)` does."""
-    opened = f'  "{key}": ['
-    for obj in objects:
-        item = "    " + _escape_lone_surrogates(_PRETTY.encode(obj)).replace("\n", "\n    ")
-        yield f"{opened}\n{item}"
-        opened = ","
-    closing = "\n" if last else ",\n"
-    yield f"{opened}]{closing}" if opened.endswith("[") else f"\n  ]{closing}"
-
-
-def _json_document(entities: Iterable[Entity], relations: Iterable[Relation]) -> Iterator[str]:
-    yield "{\n"
-    yield from _pretty_list("entities", (_document_object(e.to_wire(), e.extra) for e in entities), last=False)
-    yield from _pretty_list("relations", (_document_object(r.to_wire(), r.extra) for r in relations), last=True)
-    yield "}\n"
-
-
-_WRITERS: dict[ExportFormat, Callable[[Iterable[Entity], Iterable[Relation]], Iterator[str]]] = {
-    "jsonl": encode_graph,
-    "json": _json_document,
-    "mermaid": mermaid_chunks,
-    "dot": dot_chunks,
-    "graphml": graphml_chunks,
-}
-
-
-def export_graph(
-    graph: KnowledgeGraph,
-    out: IO[bytes],
-    *,
-    fmt: ExportFormat = "jsonl",
-    progress: Progress | None = None,
-) -> ExportReport:
-    """Write the whole memory to `out`, from one consistent snapshot, without holding it in memory.
-
-    `jsonl` is the official server's file, byte for byte: every entity line, then every
-    relation line, each ending in a newline; keys it does not know follow its own. `json`
-    is one document `{"entities": [...], "relations": [...]}` with a 2-space indent.
-    `mermaid`, `dot` and `graphml` are diagrams (see `graphmem.diagrams`).
-
-    Args:
-        progress: called with the number of records written since its last call.
-    """
-    counts = [0, 0]
-
-    def counted(items: Iterator[Any], which: int) -> Iterator[Any]:
-        for item in items:
-            counts[which] += 1
-            yield item
-
-    def write(text: str, *, flush: bool = False) -> None:
-        try:
-            out.write(text.encode("utf-8"))
-            if flush:
-                out.flush()
-        except OSError as error:
-            raise _StreamError(error) from error
-
-    try:
-        with graph.store.read():
-            entity_iter, relation_iter = graph.iter_graph()
-            counted_entities, counted_relations = counted(entity_iter, 0), counted(relation_iter, 1)
-            pieces = _WRITERS[fmt](counted_entities, counted_relations)
-            batch: list[str] = []
-            for piece in pieces:
-                batch.append(piece)
-                if len(batch) >= _PROGRESS_RECORDS:
-                    # Joined a thousand records at a time: one write call each, never the whole file.
-                    write("".join(batch))
-                    batch = []
-                    if progress is not None:
-                        progress(_PROGRESS_RECORDS)
-            write("".join(batch), flush=True)
-            if progress is not None and batch:
-                progress(len(batch))
-    except _StreamError as failed:
-        raise failed.error from None
-    return ExportReport(counts[0], counts[1])
-
-
-def write_atomically(path: Path, write: Callable[[IO[bytes]], T]) -> T:
-    """Call `write` on a temp file beside `path`, then rename it over `path`.
-
-    A failure (or a crash) leaves `path` as it was. A new file is readable by its owner
-    only, as the memory it comes from; a file that is replaced keeps its mode. A path that
-    is not a regular file (a pipe, `/dev/stdout`) cannot be replaced and is written in place.
-    """
-    # Through a symlink to the real file: renaming over the link would cut it.
-    target = Path(os.path.realpath(path))
-    try:
-        status = os.stat(target)
-    except FileNotFoundError:
-        mode = 0o600
-    else:
-        if not stat.S_ISREG(status.st_mode):
-            with open(target, "wb") as device:
-                return write(device)
-        mode = stat.S_IMODE(status.st_mode)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as temp:
-            os.fchmod(temp.fileno(), mode)
-            result = write(temp)
-            temp.flush()
-            os.fsync(temp.fileno())
-        os.replace(temp_name, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
-    _fsync_directory(target.parent)
-    return result
-
-
-def _fsync_directory(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        # Some file systems cannot fsync a directory; the rename is then as durable as they allow.
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
-            raise
-    finally:
-        os.close(fd)
+        raise StreamError(error) from error

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -122,9 +123,9 @@ def main() -> None:
     options = parser.parse_args()
 
     source = _memory(options.size)
-    work = CACHE / f"tools-{options.size}-work.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{work}{suffix}").unlink(missing_ok=True)
+    # A private copy per run, so two runs at once never write to the same file.
+    workdir = Path(tempfile.mkdtemp(prefix=f"tools-{options.size}-", dir=CACHE))
+    work = workdir / "memory.db"
     shutil.copyfile(source, work)
     store = open_store(Settings(memory_path=work))
     ctx = ToolContext(KnowledgeGraph(store), response_budget=25_000)
@@ -153,6 +154,7 @@ def main() -> None:
         p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
         print(f"  {spec.name:<24}{statistics.median(times) * 1000:>10.2f}{p95 * 1000:>10.2f}")
     store.close()
+    shutil.rmtree(workdir)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import pytest
 from graphmem.cli import cli
 from graphmem.limits import Limits
 from graphmem.tools import ALL_TOOLS
+from graphmem.tools.toolsets import TOOLSETS, select_tools
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -17,6 +18,29 @@ README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding=
 def test_every_tool_is_in_the_readme_and_has_a_description(tool):
     assert f"`{tool.name}`" in README
     assert len(tool.description) > 40
+
+
+def _toolset_table() -> dict[str, list[str]]:
+    """The README's toolsets table: tool name to the column headings marked `yes`."""
+    section = README.split("## Toolsets", 1)[1].split("\n## ", 1)[0]
+    header = next(line for line in section.splitlines() if line.startswith("| tool"))
+    columns = [cell.strip() for cell in header.strip("|").split("|")][1:]
+    rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("| `")]
+    return {
+        cells[0].strip().strip("`"): [
+            column for column, cell in zip(columns, cells[1:], strict=True) if cell.strip() == "yes"
+        ]
+        for cells in rows
+    }
+
+
+def test_the_readme_toolsets_table_lists_every_tool_in_the_sets_that_have_it():
+    table = _toolset_table()
+    assert sorted(table) == sorted(tool.name for tool in ALL_TOOLS)
+    for toolset in TOOLSETS:
+        members = {tool.name for tool in select_tools(ALL_TOOLS, toolset)}
+        marked = {name for name, sets in table.items() if toolset in sets}
+        assert marked == members, toolset
 
 
 @pytest.mark.parametrize("name", sorted(cli.commands))

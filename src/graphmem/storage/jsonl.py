@@ -22,7 +22,6 @@ Lines graphmem does not understand are never lost:
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import gc
 import glob
@@ -42,6 +41,7 @@ from pathlib import Path
 from graphmem.errors import ImportFormatError, StorageBusyError, StorageError
 from graphmem.models import Entity, Relation
 from graphmem.storage.base import FieldHits, StoreCounts, map_backend_errors
+from graphmem.storage.files import fsync_directory
 from graphmem.storage.jsonl_format import (
     EntityRecord,
     OtherRecord,
@@ -162,18 +162,6 @@ def _migrate_legacy_file(path: Path) -> None:
         if not path.exists():
             raise
     print(_LEGACY_COMPLETED, file=sys.stderr, flush=True)
-
-
-def _fsync_directory(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        # Some file systems cannot fsync a directory; the rename is then as durable as they allow.
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
-            raise
-    finally:
-        os.close(fd)
 
 
 class JsonlStore:
@@ -424,7 +412,7 @@ class JsonlStore:
             shutil.copyfileobj(source, target)
             target.flush()
             os.fsync(target.fileno())
-        _fsync_directory(self._path.parent)
+        fsync_directory(self._path.parent)
         logger.warning(
             "%s: unreadable line(s) %s are left out when the file is rewritten; the file as it was is kept in %s",
             self.location,
@@ -472,7 +460,7 @@ class JsonlStore:
             with suppress(OSError):
                 os.unlink(temp_name)
             raise
-        _fsync_directory(self._path.parent)
+        fsync_directory(self._path.parent)
         self._token = os.urandom(_TOKEN_SIZE)
         os.pwrite(self._lock_fd, self._token, 0)
         self._stamp = _stamp_of(os.stat(self._path))

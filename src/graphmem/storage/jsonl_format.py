@@ -35,6 +35,8 @@ __all__ = [
     "encode_graph",
     "encode_relation",
     "encode_value",
+    "finite_float",
+    "reject_json_constant",
 ]
 
 _ENTITY_KEYS = ("type", "name", "entityType", "observations")
@@ -43,11 +45,11 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _JSON_WHITESPACE = " \t\r\n"
 
 
-def _reject_constant(name: str) -> NoReturn:
+def reject_json_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def _finite_float(text: str) -> float:
+def finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"number {text} is out of range")
@@ -57,7 +59,7 @@ def _finite_float(text: str) -> float:
 # One encoder and one decoder for every line: building them per call costs more than
 # the encoding of a typical line.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_DECODER = json.JSONDecoder(parse_constant=reject_json_constant, parse_float=finite_float)
 
 
 @dataclass(frozen=True, slots=True)

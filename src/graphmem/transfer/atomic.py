@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TypeVar
+
+from graphmem.storage.files import fsync_directory
 
 __all__ = ["write_atomically"]
 
@@ -46,17 +47,5 @@ def write_atomically(path: Path, write: Callable[[IO[bytes]], T]) -> T:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         raise
-    _fsync_directory(target.parent)
+    fsync_directory(target.parent)
     return result
-
-
-def _fsync_directory(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        # Some file systems cannot fsync a directory; the rename is then as durable as they allow.
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
-            raise
-    finally:
-        os.close(fd)

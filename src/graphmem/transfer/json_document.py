@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from graphmem.errors import InvalidInputError
+from graphmem.storage.jsonl_format import finite_float, reject_json_constant
 
 __all__ = ["DECODER", "SECTIONS", "document_items", "looks_like_document"]
 
@@ -20,20 +20,9 @@ _DOCUMENT_START = re.compile(r'\{\s*(?:$|"(?:entities|relations|observations)"\s
 SECTIONS = {"entities": "entity", "relations": "relation", "observations": "observation"}
 
 
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text} is out of range")
-    return value
-
-
 # The same strictness as the JSONL reader: only what JavaScript's JSON.parse accepts, so
 # nothing is imported that the official server could not load back.
-DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+DECODER = json.JSONDecoder(parse_constant=reject_json_constant, parse_float=finite_float)
 
 
 class _Positions:

@@ -121,10 +121,26 @@ class KnowledgeGraph:
         """
         self._check_names(field, names)
 
+    def check_page(self, entity_type: str | None, offset: int, limit: int | None) -> None:
+        """Refuse a page with a negative offset, a limit under 1 or a type that is too long.
+
+        Raises:
+            InvalidInputError: naming the argument and what to give instead.
+        """
+        self._check_page(entity_type, offset, limit)
+
     def _check_names(self, field: str, names: Sequence[str]) -> None:
         self._check_batch(field, names)
         for index, name in enumerate(names):
             self._check_name(f"{field}[{index}]", name)
+
+    def resolve_names(self, names: Sequence[str]) -> dict[str, str]:
+        """Each of `names` that is an entity's name or alias, mapped to the entity's name.
+
+        An entity's own name wins over another's alias. Call it inside a store
+        transaction to resolve and use the names in one snapshot.
+        """
+        return self.store.resolve_names(names)
 
     # -- writes ---------------------------------------------------------------
 

@@ -31,6 +31,16 @@ class Entity:
     """Keys from other formats that graphmem keeps but the official tools do not show
     (a fork's `aliases`, `createdAt`, `version`); written back to JSONL files unchanged."""
 
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Other names the entity answers to: `extra["aliases"]`, a list of names or a single name."""
+        aliases = (self.extra or {}).get("aliases")
+        if isinstance(aliases, str):
+            return (aliases,)
+        if isinstance(aliases, list):
+            return tuple(alias for alias in aliases if isinstance(alias, str))
+        return ()
+
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "entityType": self.entity_type, "observations": list(self.observations)}
 

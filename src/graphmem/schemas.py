@@ -13,6 +13,7 @@ __all__ = [
     "BOUNDED_GRAPH_RESULT",
     "DELETE_RESULT",
     "ENTITY",
+    "ENTITY_WITH_ALIASES",
     "GRAPH_RESULT",
     "READ_GRAPH_INPUT",
     "READ_GRAPH_RESULT",
@@ -48,6 +49,18 @@ RELATION: dict[str, Any] = {
         "relationType": {"type": "string", "description": "The type of the relation"},
     },
     "required": ["from", "to", "relationType"],
+}
+
+
+# An entity as the richer tools show it: the official keys, and its aliases when it has some.
+ENTITY_WITH_ALIASES: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **ENTITY["properties"],
+        "aliases": {"type": "array", "items": {"type": "string"}, "description": "Other names of the entity"},
+    },
+    "required": ["name", "entityType", "observations"],
+    "additionalProperties": False,
 }
 
 

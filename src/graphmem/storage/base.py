@@ -60,6 +60,14 @@ class Store(Protocol):
         """The subset of `names` that are entities in memory."""
         ...
 
+    def resolve_names(self, names: Sequence[str]) -> dict[str, str]:
+        """Each of `names` that is an entity's name or alias, mapped to that entity's name.
+
+        An entity's own name wins over another entity's alias; an alias two entities share
+        resolves to the older one. Names that match nothing are left out.
+        """
+        ...
+
     def get_entities(self, names: Sequence[str]) -> list[Entity]:
         """The named entities that exist, in the order they were created."""
         ...
@@ -113,6 +121,25 @@ class Store(Protocol):
     # -- end of ranked search --------------------------------------------------------------
 
     def counts(self) -> StoreCounts: ...
+
+    # -- navigation (issue 3, parts 3 and 4) -----------------------------------------------
+
+    def entity_type_counts(self) -> list[tuple[str, int]]:
+        """Each entity type with how many entities have it, most common first, ties by type."""
+        ...
+
+    def relation_type_counts(self) -> list[tuple[str, int]]:
+        """Each relation type with how many relations have it, most common first, ties by type."""
+        ...
+
+    def find_relations(
+        self, from_: str | None, to: str | None, relation_type: str | None, offset: int, limit: int | None
+    ) -> tuple[list[Relation], int]:
+        """One page of the relations matching every given field (None matches any), in
+        creation order, and how many match in all."""
+        ...
+
+    # -- end of navigation -----------------------------------------------------------------
 
     def insert_entities(self, entities: Sequence[Entity]) -> None:
         """Add entities whose names are known not to exist yet."""

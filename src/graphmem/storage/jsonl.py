@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime
@@ -117,14 +118,9 @@ def _contains(entity: Entity, needle: str) -> bool:
     )
 
 
-def _aliases(entity: Entity) -> list[str]:
-    # Aliases are a list of names in the fork format; a lone string counts as one.
-    aliases = (entity.extra or {}).get("aliases")
-    if isinstance(aliases, str):
-        return [aliases]
-    if isinstance(aliases, list):
-        return [alias for alias in aliases if isinstance(alias, str)]
-    return []
+def _ranked_counts(values: Iterable[str]) -> list[tuple[str, int]]:
+    """Each value with how often it occurs, most common first, ties in value order."""
+    return sorted(Counter(values).items(), key=lambda item: (-item[1], item[0]))
 
 
 def _split_lines(data: bytes) -> list[str | None]:
@@ -225,6 +221,7 @@ class JsonlStore:
         self._by_endpoint: dict[str, list[int]] = {}
         self._dead_head = 0
         self._dead_relations = 0
+        self._alias_index: dict[str, str] | None = None
         self._clear_journal()
 
     def _clear_journal(self) -> None:
@@ -237,6 +234,7 @@ class JsonlStore:
     def _add_head(self, row: _HeadRow) -> None:
         position = len(self._head)
         self._head.append(row)
+        self._alias_index = None
         if isinstance(row.value, Entity):
             self._by_name.setdefault(row.value.name, []).append(position)
 
@@ -252,6 +250,7 @@ class JsonlStore:
     def _set_head(self, position: int, row: _HeadRow | None) -> None:
         self._head_journal.append((position, self._head[position]))
         self._head[position] = row
+        self._alias_index = None
         self._dead_head += row is None
 
     def _delete_relation(self, position: int) -> None:
@@ -276,6 +275,7 @@ class JsonlStore:
 
     def _rollback(self) -> None:
         """Put the in-memory graph back as it was when the transaction began."""
+        self._alias_index = None
         for position, old_head in reversed(self._head_journal):
             self._head[position] = old_head
         for position, old_relation in reversed(self._relation_journal):
@@ -541,6 +541,20 @@ class JsonlStore:
     def existing_names(self, names: Sequence[str]) -> set[str]:
         return {name for name in names if self._first_entity(name) is not None}
 
+    def resolve_names(self, names: Sequence[str]) -> dict[str, str]:
+        resolved = {name: name for name in names if self._first_entity(name) is not None}
+        others = [name for name in names if name not in resolved]
+        if others:
+            if self._alias_index is None:
+                # Built when an alias is first looked up after a change: names that are
+                # entities (the usual case) never pay for it.
+                self._alias_index = {}
+                for entity in self.iter_entities():
+                    for alias in entity.aliases:
+                        self._alias_index.setdefault(alias, entity.name)
+            resolved.update({name: self._alias_index[name] for name in others if name in self._alias_index})
+        return resolved
+
     def get_entities(self, names: Sequence[str]) -> list[Entity]:
         positions = sorted({p for name in set(names) for p in self._entity_positions(name)})
         return [row.value for p in positions if (row := self._head[p]) is not None and isinstance(row.value, Entity)]
@@ -606,7 +620,7 @@ class JsonlStore:
             if row is not None and isinstance(row.value, Entity):
                 entity = row.value
                 if row.words is None:
-                    row.words = WordDocument(entity.name, _aliases(entity), entity.entity_type, entity.observations)
+                    row.words = WordDocument(entity.name, list(entity.aliases), entity.entity_type, entity.observations)
                 rows.append((position, row, entity))
                 documents.append(row.words)
         scores = bm25(documents, search.terms, search.weights)
@@ -640,6 +654,35 @@ class JsonlStore:
             entities += 1
             observations += len(entity.observations)
         return StoreCounts(entities, len(self._relations) - self._dead_relations, observations)
+
+    # -- navigation (issue 3, parts 3 and 4) -----------------------------------------------
+
+    def entity_type_counts(self) -> list[tuple[str, int]]:
+        return _ranked_counts(entity.entity_type for entity in self.iter_entities())
+
+    def relation_type_counts(self) -> list[tuple[str, int]]:
+        return _ranked_counts(relation.relation_type for relation in self.iter_relations())
+
+    def find_relations(
+        self, from_: str | None, to: str | None, relation_type: str | None, offset: int, limit: int | None
+    ) -> tuple[list[Relation], int]:
+        if from_ is not None:
+            candidates: Iterable[Relation] = self.relations_touching([from_])
+        elif to is not None:
+            candidates = self.relations_touching([to])
+        else:
+            candidates = self.iter_relations()
+        matching = [
+            relation
+            for relation in candidates
+            if (from_ is None or relation.from_ == from_)
+            and (to is None or relation.to == to)
+            and (relation_type is None or relation.relation_type == relation_type)
+        ]
+        page = matching[offset:] if limit is None else matching[offset : offset + limit]
+        return page, len(matching)
+
+    # -- end of navigation -----------------------------------------------------------------
 
     # -- writes -----------------------------------------------------------------
 

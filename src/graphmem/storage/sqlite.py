@@ -233,6 +233,19 @@ class SQLiteStore:
         )
         return {name for (name,) in rows}
 
+    def resolve_names(self, names: Sequence[str]) -> dict[str, str]:
+        resolved = {name: name for name in self.existing_names(names)}
+        others = [name for name in dict.fromkeys(names) if name not in resolved]
+        if others:
+            rows = self._conn.execute(
+                "SELECT a.alias, e.name FROM entity_aliases AS a JOIN entities AS e ON e.id = a.entity_id"
+                " WHERE a.alias IN (SELECT value FROM json_each(?)) ORDER BY a.entity_id DESC",
+                (_names_json(others),),
+            )
+            # Oldest entity last, so it wins.
+            resolved.update(dict(rows.fetchall()))
+        return resolved
+
     def get_entities(self, names: Sequence[str]) -> list[Entity]:
         rows = self._conn.execute(
             "SELECT id, name, entity_type, extra FROM entities"
@@ -502,6 +515,39 @@ class SQLiteStore:
         (relations,) = self._conn.execute("SELECT count(*) FROM relations").fetchone()
         (observations,) = self._conn.execute("SELECT count(*) FROM observations").fetchone()
         return StoreCounts(entities, relations, observations)
+
+    # -- navigation (issue 3, parts 3 and 4) -----------------------------------------------
+
+    def entity_type_counts(self) -> list[tuple[str, int]]:
+        rows = self._conn.execute(
+            "SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type ORDER BY n DESC, entity_type"
+        )
+        return [(entity_type, count) for entity_type, count in rows]
+
+    def relation_type_counts(self) -> list[tuple[str, int]]:
+        rows = self._conn.execute(
+            "SELECT relation_type, count(*) AS n FROM relations GROUP BY relation_type ORDER BY n DESC, relation_type"
+        )
+        return [(relation_type, count) for relation_type, count in rows]
+
+    def find_relations(
+        self, from_: str | None, to: str | None, relation_type: str | None, offset: int, limit: int | None
+    ) -> tuple[list[Relation], int]:
+        conditions = []
+        parameters: list[object] = []
+        for column, value in (("from_name", from_), ("to_name", to), ("relation_type", relation_type)):
+            if value is not None:
+                conditions.append(f"{column} = ?")
+                parameters.append(value)
+        where = " WHERE " + " AND ".join(conditions) if conditions else ""
+        (total,) = self._conn.execute(f"SELECT count(*) FROM relations{where}", parameters).fetchone()
+        rows = self._conn.execute(
+            f"SELECT from_name, to_name, relation_type, extra FROM relations{where} ORDER BY id LIMIT ? OFFSET ?",
+            (*parameters, -1 if limit is None else limit, offset),
+        )
+        return [Relation(f, t, r, _extra(extra)) for f, t, r, extra in rows], total
+
+    # -- end of navigation -----------------------------------------------------------------
 
     # -- writes ---------------------------------------------------------------
 

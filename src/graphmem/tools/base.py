@@ -17,13 +17,36 @@ import mcp_types as types
 from pydantic import BaseModel, ConfigDict
 
 from graphmem.graph import KnowledgeGraph
+from graphmem.models import Entity
 
-__all__ = ["DELETE", "READ", "WRITE", "ToolArgs", "ToolContext", "ToolOutput", "ToolSpec", "dump_json", "plural"]
+__all__ = [
+    "DELETE",
+    "READ",
+    "WRITE",
+    "ToolArgs",
+    "ToolContext",
+    "ToolOutput",
+    "ToolSpec",
+    "dump_json",
+    "entity_wire",
+    "plural",
+]
 
 
 def dump_json(value: Any) -> str:
     """JSON as the official server writes it: `JSON.stringify(value, null, 2)`, non-ASCII kept."""
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def entity_wire(entity: Entity) -> dict[str, Any]:
+    """An entity as the tools beyond the official nine show it: with its aliases, if any.
+
+    The official nine keep the official three keys, so their answers stay byte-identical.
+    """
+    wire = entity.to_wire()
+    if entity.aliases:
+        wire["aliases"] = list(entity.aliases)
+    return wire
 
 
 @dataclass(frozen=True, slots=True)

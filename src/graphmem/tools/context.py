@@ -8,8 +8,7 @@ from pydantic import Field
 
 from graphmem import schemas
 from graphmem.context import context_info
-from graphmem.models import Entity
-from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json
+from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, entity_wire
 from graphmem.tools.budget import cut_note, fit_graph
 
 __all__ = ["CONTEXT_TOOLS"]
@@ -19,19 +18,11 @@ class _ContextArgs(ToolArgs):
     entity_names: list[str] = Field(alias="entityNames", min_length=1)
 
 
-def _with_aliases(entity: Entity) -> dict[str, Any]:
-    wire = entity.to_wire()
-    aliases = (entity.extra or {}).get("aliases")
-    if isinstance(aliases, list) and all(isinstance(alias, str) for alias in aliases):
-        wire["aliases"] = aliases
-    return wire
-
-
 def get_context_info(ctx: ToolContext, args: _ContextArgs) -> ToolOutput:
     info = context_info(ctx.graph, args.entity_names)
     fitted = fit_graph(info.graph, ctx.response_budget)
     wire: dict[str, Any] = fitted.graph.to_wire()
-    wire["entities"] = [_with_aliases(entity) for entity in fitted.graph.entities]
+    wire["entities"] = [entity_wire(entity) for entity in fitted.graph.entities]
     wire["notFound"] = list(info.not_found)
     notes: list[str] = []
     if info.not_found:
@@ -46,17 +37,6 @@ def get_context_info(ctx: ToolContext, args: _ContextArgs) -> ToolOutput:
         notes.append(cut_note(shown, fitted.omitted_entities, ctx.response_budget, how))
     return ToolOutput(wire, dump_json(wire), tuple(notes))
 
-
-_ENTITY_OUT = schemas.closed(
-    {
-        "type": "object",
-        "properties": {
-            **schemas.ENTITY["properties"],
-            "aliases": {"type": "array", "items": {"type": "string"}},
-        },
-        "required": ["name", "entityType", "observations"],
-    }
-)
 
 CONTEXT_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -82,7 +62,7 @@ CONTEXT_TOOLS: tuple[ToolSpec, ...] = (
         ),
         output_schema=schemas.output_schema(
             {
-                "entities": {"type": "array", "items": _ENTITY_OUT},
+                "entities": {"type": "array", "items": schemas.ENTITY_WITH_ALIASES},
                 "relations": {"type": "array", "items": schemas.closed(schemas.RELATION)},
                 "notFound": {"type": "array", "items": {"type": "string"}},
                 "truncated": schemas.TRUNCATED,

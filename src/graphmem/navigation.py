@@ -1,0 +1,546 @@
+"""Reading around entities and finding how they connect (spec 004's entity and traversal tools).
+
+Relations are directed, but traversals follow them both ways: "Alice works_at Acme"
+connects Acme to Alice as much as Alice to Acme. A traversal expands one level at a
+time with indexed store queries (`relations_touching` on the frontier), so a one-hop
+question reads one entity's relations and never the whole graph. Every traversal is
+bounded (depth, paths, visited names, steps) and its answer names the bound that
+stopped it, so a model can tell "there is nothing more" from "I stopped looking".
+
+Relations may name endpoints that are not entities (the official server allows it).
+Traversals pass through such names like any other: they appear in paths and
+relations, but have no entity to show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from graphmem.errors import EntityNotFoundError, InvalidInputError
+from graphmem.graph import KnowledgeGraph
+from graphmem.models import Entity, Graph, Relation
+
+__all__ = [
+    "MAX_VISITED",
+    "Bound",
+    "Direction",
+    "EntityDescription",
+    "Neighbourhood",
+    "PathsFound",
+    "ShortestPath",
+    "all_paths",
+    "batch_get",
+    "describe",
+    "get_entity",
+    "neighbourhood",
+    "relations_matching",
+    "shortest_path",
+    "subgraph",
+]
+
+Direction = Literal["both", "outgoing", "incoming"]
+
+MAX_VISITED = 10_000
+"""The most names one traversal may reach; past it the traversal stops and says so."""
+
+MAX_STEPS = 200_000
+"""The most path extensions find_all_paths may try before it stops and says so."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """The limit that stopped a traversal before it had seen everything it could reach.
+
+    Attributes:
+        name: the argument or built-in cap: `maxDepth`, `depth`, `maxPaths`, `maxNodes`
+            or `maxSteps`.
+        limit: its value.
+    """
+
+    name: str
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntityDescription:
+    """One entity with its incident relations, in creation order.
+
+    Attributes:
+        relations: the relations touching it with their direction seen from the entity:
+            `outgoing` (it is `from`), `incoming` (it is `to`) or `self` (both).
+        neighbours: the distinct names at the other end of its relations, first seen first.
+    """
+
+    entity: Entity
+    relations: tuple[tuple[Relation, str], ...]
+    neighbours: tuple[str, ...]
+
+    @property
+    def degree(self) -> int:
+        return len(self.relations)
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbourhood:
+    """What a traversal reached from some names.
+
+    Attributes:
+        names: every reached name except the starting ones, nearest first (then in the
+            order found), entities or not.
+        distances: hops from the nearest starting name, for every reached name.
+        relations: the relations followed, in creation order.
+        bound: what stopped the traversal early, or None when it went as deep as asked.
+    """
+
+    names: tuple[str, ...]
+    distances: dict[str, int]
+    relations: tuple[Relation, ...]
+    bound: Bound | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShortestPath:
+    """A shortest path between two names, or why there is none.
+
+    Attributes:
+        names: the path from start to end, both included; empty when none was found.
+        relations: for each hop, a relation linking its two names (in its real direction).
+        bound: when no path was found, the bound that stopped the search, or None when
+            the two are simply not connected.
+    """
+
+    names: tuple[str, ...]
+    relations: tuple[Relation, ...]
+    bound: Bound | None
+
+    @property
+    def found(self) -> bool:
+        return bool(self.names)
+
+
+@dataclass(frozen=True, slots=True)
+class PathsFound:
+    """Simple paths between two names, shortest first.
+
+    Attributes:
+        paths: each path's names, start and end included, and a relation per hop.
+        bound: what stopped the search before every path within `maxDepth` was found.
+    """
+
+    paths: tuple[tuple[tuple[str, ...], tuple[Relation, ...]], ...]
+    bound: Bound | None
+
+
+# -- names --------------------------------------------------------------------------------
+
+
+def _canonical(graph: KnowledgeGraph, names: Sequence[str]) -> list[str]:
+    """The entity names meant by `names`: an alias becomes its entity's name.
+
+    Every name a navigation tool is given passes through here, inside the read transaction.
+    """
+    resolved = graph.resolve_names(names)
+    return [resolved.get(name, name) for name in names]
+
+
+def _require(graph: KnowledgeGraph, name: str) -> Entity:
+    found = graph.store.get_entities([name])
+    if not found:
+        raise EntityNotFoundError(name)
+    return found[0]
+
+
+# -- entities ------------------------------------------------------------------------------
+
+
+def get_entity(graph: KnowledgeGraph, name: str) -> Entity:
+    """One entity by name or alias.
+
+    Raises:
+        EntityNotFoundError: no entity has that name or alias.
+    """
+    graph.check_names("name", [name])
+    with graph.store.read():
+        (canonical,) = _canonical(graph, [name])
+        return _require(graph, canonical)
+
+
+def batch_get(graph: KnowledgeGraph, names: Sequence[str]) -> list[Entity | None]:
+    """The entities named (by name or alias), in the order asked; None for a name not found."""
+    graph.check_names("names", names)
+    with graph.store.read():
+        canonical = _canonical(graph, names)
+        found = {entity.name: entity for entity in reversed(graph.store.get_entities(list(dict.fromkeys(canonical))))}
+    return [found.get(name) for name in canonical]
+
+
+def describe(graph: KnowledgeGraph, name: str) -> EntityDescription:
+    """An entity with every relation touching it and the names at their other ends.
+
+    Raises:
+        EntityNotFoundError: no entity has that name or alias.
+    """
+    graph.check_names("name", [name])
+    with graph.store.read():
+        (canonical,) = _canonical(graph, [name])
+        entity = _require(graph, canonical)
+        touching = graph.store.relations_touching([canonical])
+    relations = tuple((relation, _direction(relation, canonical)) for relation in touching)
+    neighbours = dict.fromkeys(_other_end(relation, canonical) for relation in touching)
+    neighbours.pop(canonical, None)
+    return EntityDescription(entity, relations, tuple(neighbours))
+
+
+def _direction(relation: Relation, name: str) -> str:
+    if relation.from_ == relation.to:
+        return "self"
+    return "outgoing" if relation.from_ == name else "incoming"
+
+
+def _other_end(relation: Relation, name: str) -> str:
+    return relation.to if relation.from_ == name else relation.from_
+
+
+def relations_matching(
+    graph: KnowledgeGraph,
+    from_: str | None,
+    to: str | None,
+    relation_type: str | None,
+    offset: int = 0,
+    limit: int | None = None,
+) -> tuple[list[Relation], int]:
+    """One page of the relations matching every given field, and how many match in all.
+
+    An endpoint may be given by an entity's alias. A field left out (None or empty)
+    matches any value, as spec 004 says.
+    """
+    for field, value in (("from", from_), ("to", to), ("relationType", relation_type)):
+        if value:
+            graph.check_names(field, [value])
+    graph.check_page(None, offset, limit)
+    with graph.store.read():
+        ends = [name or None for name in (from_, to)]
+        given = [name for name in ends if name is not None]
+        resolved = dict(zip(given, _canonical(graph, given), strict=True))
+        start, end = (None if name is None else resolved[name] for name in ends)
+        return graph.store.find_relations(start, end, relation_type or None, offset, limit)
+
+
+# -- traversal -------------------------------------------------------------------------------
+
+
+def _check_depth(field: str, depth: int, most: int) -> None:
+    if not 0 <= depth <= most:
+        raise InvalidInputError(field, f"is {depth}; give a number from 0 to {most}.")
+
+
+def _follow(relation: Relation, name: str, direction: Direction) -> str | None:
+    """The name `relation` leads to from `name` when followed in `direction`, if any."""
+    if direction != "incoming" and relation.from_ == name:
+        return relation.to
+    if direction != "outgoing" and relation.to == name:
+        return relation.from_
+    return None
+
+
+def neighbourhood(
+    graph: KnowledgeGraph,
+    names: Sequence[str],
+    depth: int,
+    *,
+    direction: Direction = "both",
+    relation_type: str | None = None,
+    max_depth: int,
+) -> Neighbourhood:
+    """Every name within `depth` hops of `names`, expanding one level at a time.
+
+    Args:
+        names: where to start (names or aliases of entities).
+        depth: how many hops to go; 0 reaches nothing but the starting names.
+        direction: follow relations from their source to their target (`outgoing`),
+            the other way (`incoming`) or both ways.
+        relation_type: follow only relations of this type.
+        max_depth: the largest depth allowed.
+
+    Raises:
+        EntityNotFoundError: a starting name is not an entity.
+    """
+    graph.check_names("names", names)
+    _check_depth("depth", depth, max_depth)
+    if relation_type is not None:
+        graph.check_names("relationType", [relation_type])
+    with graph.store.read():
+        seeds = list(dict.fromkeys(_canonical(graph, names)))
+        present = graph.store.existing_names(seeds)
+        for seed in seeds:
+            if seed not in present:
+                raise EntityNotFoundError(seed)
+        return _expand(graph, seeds, depth, direction, relation_type)
+
+
+def _expand(
+    graph: KnowledgeGraph, seeds: list[str], depth: int, direction: Direction, relation_type: str | None
+) -> Neighbourhood:
+    distances = dict.fromkeys(seeds, 0)
+    followed: dict[tuple[str, str, str], Relation] = {}
+    order: dict[tuple[str, str, str], int] = {}
+    frontier = seeds
+    bound: Bound | None = None
+    for level in range(1, depth + 1):
+        if not frontier:
+            break
+        next_frontier: list[str] = []
+        frontier_set = set(frontier)
+        for index, relation in enumerate(graph.store.relations_touching(frontier)):
+            if relation_type is not None and relation.relation_type != relation_type:
+                continue
+            for name in {relation.from_, relation.to} & frontier_set:
+                other = _follow(relation, name, direction)
+                if other is None:
+                    continue
+                if other not in distances:
+                    if len(distances) >= MAX_VISITED:
+                        bound = Bound("maxNodes", MAX_VISITED)
+                        continue
+                    distances[other] = level
+                    next_frontier.append(other)
+                followed.setdefault(relation.key, relation)
+                order.setdefault(relation.key, level * 10**9 + index)
+        frontier = next_frontier
+        if bound is not None:
+            break
+    reached = tuple(name for name in distances if distances[name] > 0)
+    relations = tuple(sorted(followed.values(), key=lambda relation: order[relation.key]))
+    return Neighbourhood(reached, distances, relations, bound)
+
+
+def subgraph(graph: KnowledgeGraph, names: Sequence[str], depth: int, *, max_depth: int) -> tuple[Graph, Bound | None]:
+    """The entities within `depth` hops of `names` (the named ones first) and every relation among them.
+
+    Names that are not entities are skipped, so several seeds can be asked for at once;
+    the answer lists only entities. Relations are those with both ends reached.
+
+    Raises:
+        EntityNotFoundError: none of the names is an entity.
+    """
+    graph.check_names("names", names)
+    _check_depth("depth", depth, max_depth)
+    with graph.store.read():
+        seeds = list(dict.fromkeys(_canonical(graph, names)))
+        present = graph.store.existing_names(seeds)
+        found_seeds = [seed for seed in seeds if seed in present]
+        if not found_seeds:
+            raise EntityNotFoundError(seeds[0])
+        reached = _expand(graph, found_seeds, depth, "both", None)
+        everyone = [*found_seeds, *reached.names]
+        inside = set(everyone)
+        entities = {entity.name: entity for entity in reversed(graph.store.get_entities(everyone))}
+        relations = tuple(
+            relation
+            for relation in graph.store.relations_touching(everyone)
+            if relation.from_ in inside and relation.to in inside
+        )
+    ordered = tuple(entities[name] for name in everyone if name in entities)
+    return Graph(ordered, relations), reached.bound
+
+
+def shortest_path(graph: KnowledgeGraph, start: str, end: str, max_depth: int, *, most_depth: int) -> ShortestPath:
+    """A shortest path between two entities, relations followed both ways.
+
+    Searches from both ends at once, always widening the smaller frontier, so a path
+    of length d costs about two searches of depth d/2.
+
+    Raises:
+        EntityNotFoundError: an endpoint is not an entity.
+    """
+    graph.check_names("from", [start])
+    graph.check_names("to", [end])
+    _check_depth("maxDepth", max_depth, most_depth)
+    with graph.store.read():
+        start, end = _canonical(graph, [start, end])
+        present = graph.store.existing_names([start, end])
+        for name in (start, end):
+            if name not in present:
+                raise EntityNotFoundError(name)
+        if start == end:
+            return ShortestPath((start,), (), None)
+        return _meet_in_the_middle(graph, start, end, max_depth)
+
+
+class _Search:
+    """One side of a two-sided breadth-first search: what it reached and how."""
+
+    def __init__(self, root: str) -> None:
+        self.distance = {root: 0}
+        self.via: dict[str, tuple[str, Relation]] = {}
+        self.frontier = [root]
+        self.depth = 0
+
+    def chain(self, name: str) -> list[tuple[str, Relation]]:
+        """The steps from `name` back to this side's root."""
+        steps = []
+        while name in self.via:
+            previous, relation = self.via[name]
+            steps.append((previous, relation))
+            name = previous
+        return steps
+
+
+def _meet_in_the_middle(graph: KnowledgeGraph, start: str, end: str, max_depth: int) -> ShortestPath:
+    forward, backward = _Search(start), _Search(end)
+    while forward.depth + backward.depth < max_depth:
+        if not forward.frontier or not backward.frontier:
+            return ShortestPath((), (), None)  # one side ran out: not connected
+        side, other = (forward, backward) if len(forward.frontier) <= len(backward.frontier) else (backward, forward)
+        side.depth += 1
+        meetings: list[str] = []
+        next_frontier: list[str] = []
+        for relation in graph.store.relations_touching(side.frontier):
+            for name, neighbour in ((relation.from_, relation.to), (relation.to, relation.from_)):
+                if side.distance.get(name) != side.depth - 1 or neighbour in side.distance:
+                    continue
+                if len(side.distance) + len(other.distance) >= MAX_VISITED:
+                    return ShortestPath((), (), Bound("maxNodes", MAX_VISITED))
+                side.distance[neighbour] = side.depth
+                side.via[neighbour] = (name, relation)
+                next_frontier.append(neighbour)
+                if neighbour in other.distance:
+                    meetings.append(neighbour)
+        side.frontier = next_frontier
+        if meetings:
+            # Every meeting found while widening one level is a candidate; the best one
+            # is a shortest path (no shorter one could have been missed a level earlier).
+            middle = min(meetings, key=lambda name: other.distance[name])
+            return _joined(forward, backward, middle)
+    more = forward.frontier and backward.frontier
+    return ShortestPath((), (), Bound("maxDepth", max_depth) if more else None)
+
+
+def _joined(forward: _Search, backward: _Search, middle: str) -> ShortestPath:
+    head = list(reversed(forward.chain(middle)))  # (previous, relation) from the start
+    tail = backward.chain(middle)  # (next, relation) towards the end
+    names = [name for name, _ in head] + [middle] + [name for name, _ in tail]
+    relations = [relation for _, relation in head] + [relation for _, relation in tail]
+    return ShortestPath(tuple(names), tuple(relations), None)
+
+
+def all_paths(
+    graph: KnowledgeGraph, start: str, end: str, max_depth: int, max_paths: int, *, most_depth: int
+) -> PathsFound:
+    """Simple paths (no name twice) between two entities, shortest first, relations followed both ways.
+
+    Paths are found length by length; a search from `end` first measures how far each
+    name is from it, so a path that could not reach `end` within `max_depth` is never
+    extended.
+
+    Raises:
+        EntityNotFoundError: an endpoint is not an entity.
+    """
+    graph.check_names("from", [start])
+    graph.check_names("to", [end])
+    _check_depth("maxDepth", max_depth, most_depth)
+    if max_paths < 1:
+        raise InvalidInputError("maxPaths", f"is {max_paths}; give 1 or more.")
+    with graph.store.read():
+        start, end = _canonical(graph, [start, end])
+        present = graph.store.existing_names([start, end])
+        for name in (start, end):
+            if name not in present:
+                raise EntityNotFoundError(name)
+        if start == end:
+            return PathsFound((((start,), ()),), None)
+        return _PathFinder(graph, start, end, max_depth, max_paths).run()
+
+
+class _PathFinder:
+    def __init__(self, graph: KnowledgeGraph, start: str, end: str, max_depth: int, max_paths: int) -> None:
+        self.graph = graph
+        self.start, self.end = start, end
+        self.max_depth, self.max_paths = max_depth, max_paths
+        self.adjacent: dict[str, list[tuple[str, Relation]]] = {}
+        self.paths: list[tuple[tuple[str, ...], tuple[Relation, ...]]] = []
+        self.steps = 0
+        self.bound: Bound | None = None
+
+    def _load(self, names: Iterable[str]) -> None:
+        wanted = [name for name in names if name not in self.adjacent]
+        if not wanted:
+            return
+        for name in wanted:
+            self.adjacent[name] = []
+        seen: dict[str, set[str]] = {name: set() for name in wanted}
+        for relation in self.graph.store.relations_touching(wanted):
+            for name, neighbour in ((relation.from_, relation.to), (relation.to, relation.from_)):
+                # One relation per neighbour is enough: paths are sequences of names.
+                if name in seen and neighbour != name and neighbour not in seen[name]:
+                    seen[name].add(neighbour)
+                    self.adjacent[name].append((neighbour, relation))
+
+    def _distances_to_end(self) -> tuple[dict[str, int], int]:
+        """Hops from each name near `end` to it, and a lower bound for the names not measured."""
+        distance = {self.end: 0}
+        frontier = [self.end]
+        for level in range(1, self.max_depth):
+            self._load(frontier)
+            next_frontier = []
+            for name in frontier:
+                for neighbour, _ in self.adjacent[name]:
+                    if neighbour not in distance:
+                        distance[neighbour] = level
+                        next_frontier.append(neighbour)
+            frontier = next_frontier
+            if not frontier:
+                return distance, self.max_depth + 1  # everything connected to `end` is measured
+            if len(self.adjacent) >= MAX_VISITED:
+                self.bound = Bound("maxNodes", MAX_VISITED)
+                return distance, level + 1
+        return distance, self.max_depth
+
+    def run(self) -> PathsFound:
+        distance, unmeasured = self._distances_to_end()
+        if distance.get(self.start, unmeasured) > self.max_depth:
+            return PathsFound((), self.bound)
+        for length in range(distance.get(self.start, unmeasured), self.max_depth + 1):
+            self._extend([self.start], [], {self.start}, length, distance, unmeasured)
+            if len(self.paths) >= self.max_paths or self.bound is not None:
+                break
+        if len(self.paths) >= self.max_paths and self.bound is None:
+            self.bound = Bound("maxPaths", self.max_paths)
+        return PathsFound(tuple(self.paths[: self.max_paths]), self.bound)
+
+    def _extend(
+        self,
+        names: list[str],
+        relations: list[Relation],
+        on_path: set[str],
+        length: int,
+        distance: dict[str, int],
+        unmeasured: int,
+    ) -> None:
+        here = names[-1]
+        if here == self.end:
+            if len(relations) == length:
+                self.paths.append((tuple(names), tuple(relations)))
+            return
+        if len(self.adjacent) >= MAX_VISITED and here not in self.adjacent:
+            self.bound = Bound("maxNodes", MAX_VISITED)
+            return
+        self._load([here])
+        for neighbour, relation in self.adjacent[here]:
+            if len(self.paths) >= self.max_paths or self.bound is not None:
+                return
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                self.bound = Bound("maxSteps", MAX_STEPS)
+                return
+            if neighbour in on_path or len(relations) + 1 + distance.get(neighbour, unmeasured) > length:
+                continue
+            names.append(neighbour)
+            relations.append(relation)
+            on_path.add(neighbour)
+            self._extend(names, relations, on_path, length, distance, unmeasured)
+            on_path.discard(neighbour)
+            names.pop()
+            relations.pop()

@@ -68,12 +68,12 @@ class EntityNotFoundError(GraphmemError):
     The message starts with the official server's exact wording, which clients match on.
     """
 
-    def __init__(self, name: str) -> None:
+    _WRITE_HINT = "Nothing was saved; create it with create_entities first, or use search_nodes to find the exact name."
+    READ_HINT = "Names are exact and case-sensitive (an alias works too); use search_nodes to find the right name."
+
+    def __init__(self, name: str, hint: str = _WRITE_HINT) -> None:
         self.name = name
-        super().__init__(
-            f"Entity with name {name} not found. Nothing was saved; create it with "
-            "create_entities first, or use search_nodes to find the exact name."
-        )
+        super().__init__(f"Entity with name {name} not found. {hint}")
 
 
 class ConfigError(GraphmemError):

@@ -30,6 +30,7 @@ __all__ = [
     "Neighbourhood",
     "PathsFound",
     "ShortestPath",
+    "Subgraph",
     "all_paths",
     "batch_get",
     "describe",
@@ -148,7 +149,7 @@ def _canonical(graph: KnowledgeGraph, names: Sequence[str]) -> list[str]:
 def _require(graph: KnowledgeGraph, name: str) -> Entity:
     found = graph.store.get_entities([name])
     if not found:
-        raise EntityNotFoundError(name)
+        raise EntityNotFoundError(name, EntityNotFoundError.READ_HINT)
     return found[0]
 
 
@@ -276,7 +277,7 @@ def neighbourhood(
         present = graph.store.existing_names(seeds)
         for seed in seeds:
             if seed not in present:
-                raise EntityNotFoundError(seed)
+                raise EntityNotFoundError(seed, EntityNotFoundError.READ_HINT)
         return _expand(graph, seeds, depth, direction, relation_type)
 
 
@@ -316,23 +317,38 @@ def _expand(
     return Neighbourhood(reached, distances, relations, bound)
 
 
-def subgraph(graph: KnowledgeGraph, names: Sequence[str], depth: int, *, max_depth: int) -> tuple[Graph, Bound | None]:
-    """The entities within `depth` hops of `names` (the named ones first) and every relation among them.
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    """The entities around some names and the relations among them.
 
-    Names that are not entities are skipped, so several seeds can be asked for at once;
-    the answer lists only entities. Relations are those with both ends reached.
+    Attributes:
+        graph: the named entities first, then the others nearest first; the relations
+            with both ends in it.
+        not_found: names asked for that are neither an entity's name nor its alias.
+        bound: what stopped the expansion early, or None.
+    """
 
-    Raises:
-        EntityNotFoundError: none of the names is an entity.
+    graph: Graph
+    not_found: tuple[str, ...]
+    bound: Bound | None
+
+
+def subgraph(graph: KnowledgeGraph, names: Sequence[str], depth: int, *, max_depth: int) -> Subgraph:
+    """The entities within `depth` hops of `names` and every relation among them.
+
+    Names that are not entities are reported and skipped, so one unknown name among
+    several does not spoil the answer; names that are not entities but are reached
+    through relations are passed through and not listed.
     """
     graph.check_names("names", names)
     _check_depth("depth", depth, max_depth)
     with graph.store.read():
-        seeds = list(dict.fromkeys(_canonical(graph, names)))
-        present = graph.store.existing_names(seeds)
-        found_seeds = [seed for seed in seeds if seed in present]
-        if not found_seeds:
-            raise EntityNotFoundError(seeds[0])
+        canonical = _canonical(graph, names)
+        present = graph.store.existing_names(canonical)
+        found_seeds = list(dict.fromkeys(name for name in canonical if name in present))
+        not_found = tuple(
+            dict.fromkeys(given for given, name in zip(names, canonical, strict=True) if name not in present)
+        )
         reached = _expand(graph, found_seeds, depth, "both", None)
         everyone = [*found_seeds, *reached.names]
         inside = set(everyone)
@@ -343,7 +359,7 @@ def subgraph(graph: KnowledgeGraph, names: Sequence[str], depth: int, *, max_dep
             if relation.from_ in inside and relation.to in inside
         )
     ordered = tuple(entities[name] for name in everyone if name in entities)
-    return Graph(ordered, relations), reached.bound
+    return Subgraph(Graph(ordered, relations), not_found, reached.bound)
 
 
 def shortest_path(graph: KnowledgeGraph, start: str, end: str, max_depth: int, *, most_depth: int) -> ShortestPath:
@@ -363,7 +379,7 @@ def shortest_path(graph: KnowledgeGraph, start: str, end: str, max_depth: int, *
         present = graph.store.existing_names([start, end])
         for name in (start, end):
             if name not in present:
-                raise EntityNotFoundError(name)
+                raise EntityNotFoundError(name, EntityNotFoundError.READ_HINT)
         if start == end:
             return ShortestPath((start,), (), None)
         return _meet_in_the_middle(graph, start, end, max_depth)
@@ -448,7 +464,7 @@ def all_paths(
         present = graph.store.existing_names([start, end])
         for name in (start, end):
             if name not in present:
-                raise EntityNotFoundError(name)
+                raise EntityNotFoundError(name, EntityNotFoundError.READ_HINT)
         if start == end:
             return PathsFound((((start,), ()),), None)
         return _PathFinder(graph, start, end, max_depth, max_paths).run()

@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "BOUNDED_GRAPH_RESULT",
+    "DRAFT",
     "DELETE_RESULT",
     "ENTITY",
     "ENTITY_WITH_ALIASES",
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 # The official server (SDK 1.x with zod) stamps every schema with draft-07.
-_DRAFT = "http://json-schema.org/draft-07/schema#"
+DRAFT = "http://json-schema.org/draft-07/schema#"
 
 ENTITY: dict[str, Any] = {
     "type": "object",
@@ -70,7 +71,7 @@ def closed(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def input_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"$schema": _DRAFT, "type": "object", "properties": properties}
+    schema: dict[str, Any] = {"$schema": DRAFT, "type": "object", "properties": properties}
     if required:
         schema["required"] = required
     return schema
@@ -78,7 +79,7 @@ def input_schema(properties: dict[str, Any], required: list[str]) -> dict[str, A
 
 def output_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
-        "$schema": _DRAFT,
+        "$schema": DRAFT,
         "type": "object",
         "properties": properties,
         "required": required,

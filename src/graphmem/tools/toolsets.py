@@ -20,7 +20,16 @@ _OFFICIAL_NAMES = tuple(spec.name for spec in OFFICIAL_TOOLS)
 
 # At most 20 tools: the official nine, then reading around an entity, finding how
 # things connect, and keeping the memory tidy. The rest stay one flag away.
-_DEFAULT_NAMES = (*_OFFICIAL_NAMES, "get_context_info")
+_DEFAULT_NAMES = (
+    *_OFFICIAL_NAMES,
+    "get_context_info",
+    "describe_entity",
+    "get_neighbors",
+    "find_path",
+    "search_relations",
+    "list_entity_types",
+    "list_relation_types",
+)
 
 TOOLSETS: dict[str, tuple[str, ...] | None] = {
     "official": _OFFICIAL_NAMES,

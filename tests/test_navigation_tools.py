@@ -107,7 +107,9 @@ async def test_extract_subgraph_and_get_neighbors_follow_relations_both_ways(cli
 async def test_a_hub_is_described_in_pages_within_the_budget(settings):
     async with await _connect(settings, budget=500) as client:
         leaves = [{"name": f"leaf {i}", "entityType": "thing", "observations": []} for i in range(200)]
-        await client.call_tool("create_entities", {"entities": [{"name": "hub", "entityType": "hub", "observations": []}, *leaves]})
+        await client.call_tool(
+            "create_entities", {"entities": [{"name": "hub", "entityType": "hub", "observations": []}, *leaves]}
+        )
         await client.call_tool(
             "create_relations",
             {"relations": [{"from": "hub", "to": f"leaf {i}", "relationType": "has"} for i in range(200)]},

@@ -1,6 +1,6 @@
 """Context about named entities for a model (spec 003's get_context_info).
 
-Given a few names, the model gets those entities, the entities directly related to
+Given a few names (or aliases), the model gets those entities, the entities directly related to
 them, the relations among all of these, and each entity's observations ordered for
 reading: current facts first, recent history next, the rest last, archived left out.
 """
@@ -34,8 +34,11 @@ class ContextInfo:
 def context_info(graph: KnowledgeGraph, names: Sequence[str]) -> ContextInfo:
     """The named entities, their direct neighbours and the relations among them."""
     graph.check_names("entityNames", names)
-    wanted = list(dict.fromkeys(names))
     with graph.store.read():
+        # A name given by alias stands for its entity.
+        resolved = graph.resolve_names(list(dict.fromkeys(names)))
+        given = {resolved.get(name, name): name for name in reversed(names)}
+        wanted = list(dict.fromkeys(resolved.get(name, name) for name in names))
         found: dict[str, Entity] = {}
         for entity in graph.store.get_entities(wanted):
             found.setdefault(entity.name, entity)
@@ -54,4 +57,4 @@ def context_info(graph: KnowledgeGraph, names: Sequence[str]) -> ContextInfo:
             if relation.from_ in present and relation.to in present
         )
     ordered = tuple(Entity(e.name, e.entity_type, tuple(context_order(e.observations)), e.extra) for e in entities)
-    return ContextInfo(Graph(ordered, relations), tuple(name for name in wanted if name not in found))
+    return ContextInfo(Graph(ordered, relations), tuple(given[name] for name in wanted if name not in found))

@@ -23,6 +23,7 @@ __all__ = [
     "GraphmemError",
     "ImportFormatError",
     "InvalidInputError",
+    "RelationNotFoundError",
     "SchemaVersionError",
     "StorageBusyError",
     "StorageError",
@@ -74,6 +75,17 @@ class EntityNotFoundError(GraphmemError):
     def __init__(self, name: str, hint: str = _WRITE_HINT) -> None:
         self.name = name
         super().__init__(f"Entity with name {name} not found. {hint}")
+
+
+class RelationNotFoundError(GraphmemError):
+    """An operation that needs an existing relation named one that is not in memory."""
+
+    def __init__(self, from_: str, to: str, relation_type: str) -> None:
+        self.key = (from_, to, relation_type)
+        super().__init__(
+            f"Relation {from_} -{relation_type}-> {to} not found. Nothing was changed; relations match on the "
+            "exact from, to and relationType: use search_relations or open_nodes to find it."
+        )
 
 
 class ConfigError(GraphmemError):

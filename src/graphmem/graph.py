@@ -121,6 +121,22 @@ class KnowledgeGraph:
         """
         self._check_names(field, names)
 
+    def check_entities(self, entities: Sequence[Entity]) -> None:
+        """Refuse a batch of entities over the limits (count, name, type, observations).
+
+        Raises:
+            InvalidInputError: naming the field (and the item) and the problem.
+        """
+        self._check_entities(entities)
+
+    def check_relations(self, field: str, relations: Sequence[Relation]) -> None:
+        """Refuse a batch of relations over the limits (count, endpoint and type lengths).
+
+        Raises:
+            InvalidInputError: naming the field (and the item) and the problem.
+        """
+        self._check_relations(field, relations)
+
     def check_page(self, entity_type: str | None, offset: int, limit: int | None) -> None:
         """Refuse a page with a negative offset, a limit under 1 or a type that is too long.
 
@@ -168,13 +184,21 @@ class KnowledgeGraph:
             DanglingRelationError: in strict mode, when an endpoint is missing (nothing saved).
         """
         self._check_relations("relations", relations)
-        unique = list(_first_per_key(relations))
         with self.store.write():
+            # An endpoint given by alias is stored under its entity's name.
+            resolved = self.resolve_names(
+                _unique(name for relation in relations for name in (relation.from_, relation.to))
+            )
+            unique = list(
+                _first_per_key(
+                    Relation(resolved.get(r.from_, r.from_), resolved.get(r.to, r.to), r.relation_type, r.extra)
+                    for r in relations
+                )
+            )
             existing = self.store.existing_relations([relation.key for relation in unique])
             created = [relation for relation in unique if relation.key not in existing]
             endpoints = _unique(name for relation in created for name in (relation.from_, relation.to))
-            present = self.store.existing_names(endpoints)
-            missing = [name for name in endpoints if name not in present]
+            missing = [name for name in endpoints if name not in resolved]
             if missing and self.strict:
                 raise DanglingRelationError(missing)
             self.store.insert_relations(created)
@@ -194,17 +218,18 @@ class KnowledgeGraph:
         with self.store.write():
             # The batch may name one entity twice: later items see what earlier ones added.
             known: dict[str, set[str]] = {}
+            resolved = self.resolve_names(_unique(addition.entity_name for addition in additions))
             for addition in additions:
-                if addition.entity_name not in known:
-                    current = self.store.observations_of(addition.entity_name)
-                    if current is None:
-                        raise EntityNotFoundError(addition.entity_name)
-                    known[addition.entity_name] = set(current)
-                have = known[addition.entity_name]
+                name = resolved.get(addition.entity_name)
+                if name is None:
+                    raise EntityNotFoundError(addition.entity_name)
+                if name not in known:
+                    known[name] = set(self.store.observations_of(name) or ())
+                have = known[name]
                 added = [content for content in _unique(addition.contents) if content not in have]
                 have.update(added)
-                self.store.append_observations(addition.entity_name, added)
-                results.append(AddedObservations(addition.entity_name, tuple(added)))
+                self.store.append_observations(name, added)
+                results.append(AddedObservations(name, tuple(added)))
         return results
 
     def delete_entities(self, names: Sequence[str]) -> DeleteOutcome:
@@ -228,14 +253,14 @@ class KnowledgeGraph:
         requested = deleted = 0
         missing: list[str] = []
         with self.store.write():
-            present = self.store.existing_names([deletion.entity_name for deletion in deletions])
+            resolved = self.resolve_names(_unique(deletion.entity_name for deletion in deletions))
             for deletion in deletions:
                 contents = _unique(deletion.observations)
                 requested += len(contents)
-                if deletion.entity_name not in present:
+                if deletion.entity_name not in resolved:
                     missing.append(deletion.entity_name)
                     continue
-                deleted += self.store.remove_observations(deletion.entity_name, contents)
+                deleted += self.store.remove_observations(resolved[deletion.entity_name], contents)
         return DeleteOutcome(requested, deleted, tuple(_unique(missing)))
 
     def delete_relations(self, relations: Sequence[Relation]) -> DeleteOutcome:
@@ -369,7 +394,8 @@ class KnowledgeGraph:
         """The named entities (exact names) and every relation touching one of them."""
         self._check_names("names", names)
         with self.store.read():
-            entities = self.store.get_entities(_unique(names))
+            resolved = self.resolve_names(_unique(names))
+            entities = self.store.get_entities(_unique(resolved.get(name, name) for name in names))
             relations = self.store.relations_touching([entity.name for entity in entities])
         return Graph(tuple(entities), tuple(relations))
 

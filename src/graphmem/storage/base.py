@@ -153,6 +153,13 @@ class Store(Protocol):
         """Append observations to an existing entity."""
         ...
 
+    def update_entity(self, name: str, changed: Entity) -> None:
+        """Give entity `name` the name, type and extra of `changed`, keeping its place and observations.
+
+        The new name is known not to be another entity's. Relations are not touched.
+        """
+        ...
+
     def delete_entities(self, names: Sequence[str]) -> int:
         """Delete the named entities with their observations and every relation touching them.
 
@@ -167,6 +174,14 @@ class Store(Protocol):
 
     def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
         """Delete relations by key; returns how many existed."""
+        ...
+
+    def size_on_disk(self) -> int:
+        """How many bytes the memory takes on disk (with any journal beside it)."""
+        ...
+
+    def compact(self) -> None:
+        """Give back the space that deleted data still takes, outside any transaction."""
         ...
 
     def close(self) -> None: ...

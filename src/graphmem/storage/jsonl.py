@@ -259,14 +259,21 @@ class JsonlStore:
         self._dead_relations += 1
 
     def _entity_positions(self, name: str) -> list[int]:
-        return [p for p in self._by_name.get(name, ()) if self._head[p] is not None]
+        return [p for p in self._by_name.get(name, ()) if self._holds(p, name)]
+
+    def _holds(self, position: int, name: str) -> bool:
+        # `_by_name` entries are hints: a rename (or its rollback) leaves the other name's
+        # entry in place, so each is checked against the row it points at.
+        row = self._head[position]
+        return row is not None and isinstance(row.value, Entity) and row.value.name == name
 
     def _first_entity(self, name: str) -> tuple[int, Entity] | None:
         # Duplicate names in a file are all kept; like the official `find()`, point
         # operations act on the first.
         for position in self._by_name.get(name, ()):
-            row = self._head[position]
-            if row is not None and isinstance(row.value, Entity):
+            if self._holds(position, name):
+                row = self._head[position]
+                assert row is not None and isinstance(row.value, Entity)
                 return position, row.value
         return None
 
@@ -286,7 +293,7 @@ class JsonlStore:
         while len(self._head) > head_length:
             row = self._head.pop()
             if row is not None and isinstance(row.value, Entity):
-                self._by_name[row.value.name].pop()
+                self._by_name[row.value.name].remove(len(self._head))
         while len(self._relations) > relations_length:
             relation_row = self._relations.pop()
             if relation_row is not None:
@@ -526,6 +533,18 @@ class JsonlStore:
     def read(self) -> AbstractContextManager[None]:
         return self._transaction(writing=False)
 
+    def size_on_disk(self) -> int:
+        try:
+            return os.stat(self._path).st_size
+        except FileNotFoundError:
+            return 0
+
+    def compact(self) -> None:
+        # Every write rewrites the whole file, so it never holds deleted lines; only the
+        # in-memory lists keep holes, which this drops.
+        with self.write():
+            self._compact()
+
     def close(self) -> None:
         with self._mutex:
             if self._closed:
@@ -708,6 +727,18 @@ class JsonlStore:
         position, entity = found
         grown = Entity(entity.name, entity.entity_type, entity.observations + tuple(contents), entity.extra)
         self._set_head(position, _HeadRow(grown))
+
+    def update_entity(self, name: str, changed: Entity) -> None:
+        self._check_writing()
+        found = self._first_entity(name)
+        if found is None:
+            return
+        position, entity = found
+        self._set_head(
+            position, _HeadRow(Entity(changed.name, changed.entity_type, entity.observations, changed.extra))
+        )
+        if changed.name != name:
+            self._by_name.setdefault(changed.name, []).append(position)
 
     def delete_entities(self, names: Sequence[str]) -> int:
         self._check_writing()

@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -224,6 +224,24 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def size_on_disk(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            with suppress(FileNotFoundError):
+                total += os.stat(f"{self.location}{suffix}").st_size
+        return total
+
+    def compact(self) -> None:
+        with self._lock, map_backend_errors():
+            if self._depth:
+                raise RuntimeError("compact() cannot run inside a transaction.")
+            # Merge each full-text index's segments, rewrite the file without free pages,
+            # then empty the write-ahead log into it.
+            for table in ("entity_words", "entity_text", "observation_text"):
+                self._conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # -- reads ----------------------------------------------------------------
 
@@ -581,6 +599,19 @@ class SQLiteStore:
         row = self._conn.execute("SELECT id FROM entities WHERE name = ?", (name,)).fetchone()
         if row is not None:
             self._insert_observations(row[0], contents)
+
+    def update_entity(self, name: str, changed: Entity) -> None:
+        self._conn.execute(
+            "UPDATE entities SET name = ?, entity_type = ?, name_lc = ?, type_lc = ?, extra = ? WHERE name = ?",
+            (
+                changed.name,
+                changed.entity_type,
+                changed.name.lower(),
+                changed.entity_type.lower(),
+                _extra_json(changed.extra),
+                name,
+            ),
+        )
 
     def delete_entities(self, names: Sequence[str]) -> int:
         names_json = _names_json(names)

@@ -1,0 +1,316 @@
+"""Keeping a memory tidy: update, rename, upsert and merge entities, correct relations, compact.
+
+Models make duplicates ("Bob", "Robert Smith") and typos; these operations fix them
+without losing anything. Each is one store transaction, so it happens whole or not at
+all. Changed entities and relations carry spec 002's `version` (raised on each change)
+and `updatedAt` in their extra keys; a rename or merge keeps the old names as aliases,
+so a model that still uses them finds the entity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from graphmem.errors import EntityNotFoundError, InvalidInputError, RelationNotFoundError
+from graphmem.graph import KnowledgeGraph
+from graphmem.models import Entity, Relation
+
+__all__ = [
+    "Compacted",
+    "EntityUpdate",
+    "Merged",
+    "RelationUpdate",
+    "Upserted",
+    "compact",
+    "merge_entities",
+    "update_entities",
+    "update_relations",
+    "upsert_entities",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class EntityUpdate:
+    """A change to one entity; a field left None stays as it is.
+
+    Attributes:
+        aliases: the entity's aliases from now on (replacing the old list).
+        new_name: rename the entity; its relations follow and the old name becomes an alias.
+    """
+
+    name: str
+    entity_type: str | None = None
+    aliases: tuple[str, ...] | None = None
+    new_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RelationUpdate:
+    """A change to one relation, found by its key; a field left None stays as it is."""
+
+    from_: str
+    to: str
+    relation_type: str
+    new_from: str | None = None
+    new_to: str | None = None
+    new_relation_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Upserted:
+    name: str
+    created: bool
+    added_observations: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Merged:
+    """What a merge did.
+
+    Attributes:
+        moved_observations: how many observations the source had.
+        added_observations: how many of them the target did not have yet.
+        redirected_relations: relations of the source now on the target.
+        dropped_relations: relations not kept because they would have become a loop from
+            the target to itself, or repeated one the target already had.
+    """
+
+    source: str
+    target: str
+    moved_observations: int
+    added_observations: int
+    redirected_relations: int
+    dropped_relations: int
+    target_entity: Entity
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    bytes_before: int
+    bytes_after: int
+    entities: int
+    relations: int
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _bumped(extra: dict[str, Any] | None, **changes: Any) -> dict[str, Any]:
+    """The extra keys with `version` raised by one and `updatedAt` set to now."""
+    bumped = dict(extra or {})
+    version = bumped.get("version")
+    bumped["version"] = (version if isinstance(version, int) and not isinstance(version, bool) else 1) + 1
+    bumped["updatedAt"] = _now()
+    bumped.update(changes)
+    return {key: value for key, value in bumped.items() if value is not None}
+
+
+def _alias_list(values: Sequence[str]) -> list[str] | None:
+    unique = list(dict.fromkeys(values))
+    return unique or None
+
+
+# -- entities ------------------------------------------------------------------------------
+
+
+def update_entities(graph: KnowledgeGraph, updates: Sequence[EntityUpdate]) -> list[Entity]:
+    """Change types, aliases and names; all or nothing.
+
+    Raises:
+        EntityNotFoundError: an entity to update does not exist.
+        InvalidInputError: a new name or an alias belongs to another entity, or an update
+            changes nothing.
+    """
+    graph.check_names("entities", [update.name for update in updates])
+    for index, update in enumerate(updates):
+        field = f"entities[{index}]"
+        if update.entity_type is None and update.aliases is None and update.new_name is None:
+            raise InvalidInputError(field, "changes nothing; give entityType, aliases or newName.")
+        for key, value in (("entityType", update.entity_type), ("newName", update.new_name)):
+            if value is not None:
+                graph.check_names(f"{field}.{key}", [value])
+        if update.aliases is not None:
+            graph.check_names(f"{field}.aliases", update.aliases)
+    updated: list[Entity] = []
+    with graph.store.write():
+        for index, update in enumerate(updates):
+            field = f"entities[{index}]"
+            name = graph.resolve_names([update.name]).get(update.name)
+            if name is None:
+                raise EntityNotFoundError(update.name)
+            (entity,) = graph.store.get_entities([name])
+            new_name = update.new_name if update.new_name is not None else name
+            aliases = list(update.aliases) if update.aliases is not None else list(entity.aliases)
+            if new_name != name:
+                _check_free(graph, f"{field}.newName", new_name, owner=name)
+                aliases.append(name)  # the old name keeps working
+            aliases = [alias for alias in aliases if alias != new_name]
+            for alias in aliases:
+                _check_free(graph, f"{field}.aliases", alias, owner=name)
+            extra = _bumped(entity.extra, aliases=_alias_list(aliases))
+            changed = Entity(new_name, update.entity_type or entity.entity_type, entity.observations, extra)
+            graph.store.update_entity(name, changed)
+            if new_name != name:
+                _redirect(graph, name, new_name, drop_new_self_loops=False)
+            updated.append(changed)
+    return updated
+
+
+def _check_free(graph: KnowledgeGraph, field: str, name: str, *, owner: str) -> None:
+    """Refuse `name` as a new name or alias of `owner` when it means another entity already."""
+    holder = graph.resolve_names([name]).get(name)
+    if holder is not None and holder != owner:
+        raise InvalidInputError(
+            field,
+            f"{name!r} already names the entity {holder!r}; choose another, or merge the two with merge_entities.",
+        )
+
+
+def _redirect(graph: KnowledgeGraph, old: str, new: str, *, drop_new_self_loops: bool) -> tuple[int, int]:
+    """Point every relation of `old` at `new`; returns how many moved and how many were dropped.
+
+    A relation that would repeat one already there is dropped; so is one that would
+    become a loop from `new` to itself, when `drop_new_self_loops` (a merge).
+    """
+    touching = graph.store.relations_touching([old])
+    if not touching:
+        return 0, 0
+    graph.store.delete_relations([relation.key for relation in touching])
+    moved: dict[tuple[str, str, str], Relation] = {}
+    for relation in touching:
+        from_ = new if relation.from_ == old else relation.from_
+        to = new if relation.to == old else relation.to
+        was_loop = relation.from_ == relation.to
+        if drop_new_self_loops and from_ == to == new and not (was_loop and relation.from_ == new):
+            continue
+        moved.setdefault(
+            (from_, to, relation.relation_type), Relation(from_, to, relation.relation_type, relation.extra)
+        )
+    existing = graph.store.existing_relations(list(moved))
+    kept = [relation for key, relation in moved.items() if key not in existing]
+    graph.store.insert_relations(kept)
+    return len(kept), len(touching) - len(kept)
+
+
+def upsert_entities(graph: KnowledgeGraph, entities: Sequence[Entity]) -> list[Upserted]:
+    """Create the entities that are new; give existing ones the observations they lack.
+
+    An existing entity (found by name or alias) keeps its type, as spec 004 says, so
+    re-asserting facts never overwrites what accumulated.
+    """
+    graph.check_entities(entities)
+    results: list[Upserted] = []
+    with graph.store.write():
+        resolved = graph.resolve_names([entity.name for entity in entities])
+        known: dict[str, set[str]] = {}
+        for entity in entities:
+            name = resolved.get(entity.name)
+            contents = list(dict.fromkeys(entity.observations))
+            if name is None:
+                graph.store.insert_entities([Entity(entity.name, entity.entity_type, tuple(contents))])
+                resolved[entity.name] = entity.name
+                known[entity.name] = set(contents)
+                results.append(Upserted(entity.name, True, tuple(contents)))
+                continue
+            if name not in known:
+                known[name] = set(graph.store.observations_of(name) or ())
+            added = [content for content in contents if content not in known[name]]
+            known[name].update(added)
+            graph.store.append_observations(name, added)
+            results.append(Upserted(name, False, tuple(added)))
+    return results
+
+
+def merge_entities(graph: KnowledgeGraph, source: str, target: str) -> Merged:
+    """Fold `source` into `target`: observations, relations and names; then delete `source`.
+
+    The source's name and aliases become aliases of the target. All or nothing.
+
+    Raises:
+        EntityNotFoundError: either entity does not exist.
+        InvalidInputError: both names are the same entity.
+    """
+    graph.check_names("source", [source])
+    graph.check_names("target", [target])
+    with graph.store.write():
+        resolved = graph.resolve_names([source, target])
+        for given in (source, target):
+            if given not in resolved:
+                raise EntityNotFoundError(given)
+        source_name, target_name = resolved[source], resolved[target]
+        if source_name == target_name:
+            raise InvalidInputError("source", f"{source!r} and {target!r} are the same entity; nothing to merge.")
+        from_entity, into = (graph.store.get_entities([name])[0] for name in (source_name, target_name))
+        have = set(into.observations)
+        added = [content for content in dict.fromkeys(from_entity.observations) if content not in have]
+        graph.store.append_observations(target_name, added)
+        moved, dropped = _redirect(graph, source_name, target_name, drop_new_self_loops=True)
+        # The source goes before the target takes its name as an alias, so no name means two entities.
+        graph.store.delete_entities([source_name])
+        aliases = [*into.aliases, source_name, *from_entity.aliases]
+        extra = _bumped(into.extra, aliases=_alias_list([alias for alias in aliases if alias != target_name]))
+        merged = Entity(target_name, into.entity_type, into.observations + tuple(added), extra)
+        graph.store.update_entity(target_name, merged)
+    return Merged(source_name, target_name, len(from_entity.observations), len(added), moved, dropped, merged)
+
+
+# -- relations -------------------------------------------------------------------------------
+
+
+def update_relations(graph: KnowledgeGraph, updates: Sequence[RelationUpdate]) -> list[Relation]:
+    """Correct relations (their endpoints or type) or just mark them confirmed; all or nothing.
+
+    Each relation's `version` goes up and `updatedAt` is set. Endpoints may be given by
+    alias; new ones are stored under the entity's name.
+
+    Raises:
+        RelationNotFoundError: a relation to update does not exist.
+        InvalidInputError: the corrected relation exists already.
+    """
+    graph.check_relations("relations", [Relation(u.from_, u.to, u.relation_type) for u in updates])
+    for index, update in enumerate(updates):
+        for argument, value in (
+            ("newFrom", update.new_from),
+            ("newTo", update.new_to),
+            ("newRelationType", update.new_relation_type),
+        ):
+            if value is not None:
+                graph.check_names(f"relations[{index}].{argument}", [value])
+    changed: list[Relation] = []
+    with graph.store.write():
+        for index, update in enumerate(updates):
+            names = [update.from_, update.to, update.new_from or update.from_, update.new_to or update.to]
+            resolved = graph.resolve_names(names)
+            from_, to, new_from, new_to = (resolved.get(name, name) for name in names)
+            key = (from_, to, update.relation_type)
+            if not graph.store.existing_relations([key]):
+                raise RelationNotFoundError(*key)
+            (old,) = [relation for relation in graph.store.relations_touching([from_]) if relation.key == key]
+            new_key = (new_from, new_to, update.new_relation_type or update.relation_type)
+            if new_key != key and graph.store.existing_relations([new_key]):
+                raise InvalidInputError(
+                    f"relations[{index}]",
+                    f"the corrected relation {new_key[0]} -{new_key[2]}-> {new_key[1]} exists already; "
+                    "delete this one with delete_relations instead.",
+                )
+            graph.store.delete_relations([key])
+            relation = Relation(*new_key, _bumped(old.extra))
+            graph.store.insert_relations([relation])
+            changed.append(relation)
+    return changed
+
+
+# -- space -----------------------------------------------------------------------------------
+
+
+def compact(graph: KnowledgeGraph) -> Compacted:
+    """Give back the disk space deleted data still takes, and report the sizes."""
+    before = graph.store.size_on_disk()
+    graph.store.compact()
+    with graph.store.read():
+        counts = graph.store.counts()
+    return Compacted(before, graph.store.size_on_disk(), counts.entities, counts.relations)

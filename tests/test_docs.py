@@ -43,6 +43,12 @@ def test_the_readme_toolsets_table_lists_every_tool_in_the_sets_that_have_it():
         assert marked == members, toolset
 
 
+def test_the_readme_says_how_many_tools_each_toolset_lists():
+    section = README.split("## Toolsets", 1)[1].split("\n## ", 1)[0]
+    assert f"lists {len(select_tools(ALL_TOOLS, 'default'))}:" in section
+    assert f"lists all {len(ALL_TOOLS)}." in section
+
+
 @pytest.mark.parametrize("name", sorted(cli.commands))
 def test_every_command_is_in_the_readme_and_has_help(name):
     assert f"graphmem {name}" in README

@@ -150,6 +150,23 @@ def test_opening_an_older_memory_indexes_every_entity_it_holds(tmp_path: Path):
         assert conn.execute("SELECT count(*) FROM entity_words_stale").fetchone()[0] == 0
 
 
+def test_an_older_memory_gets_its_aliases_indexed_and_kept_current(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    _version_1_database(path)
+    store = SQLiteStore(path)
+    with store.read():
+        assert store.resolve_names(["Bobby", "Acme", "Nobody"]) == {"Bobby": "Bob", "Acme": "Acme"}
+    with store.write():
+        store.update_entity("Bob", Entity("Bob", "person", (), {"aliases": ["Rob"]}))
+    with store.read():
+        assert store.resolve_names(["Bobby", "Rob"]) == {"Rob": "Bob"}
+    with store.write():
+        store.delete_entities(["Bob"])
+    with store.read():
+        assert store.resolve_names(["Rob"]) == {}
+    store.close()
+
+
 def test_triggers_only_mark_what_changed_and_a_commit_rebuilds_it(tmp_path: Path):
     store = SQLiteStore(tmp_path / "memory.db")
     with store.write():

@@ -660,3 +660,50 @@ def test_open_and_search_return_entities_with_their_relations(graph: KnowledgeGr
     found = graph.search_nodes("TEA")
     assert [entity.name for entity in found.entities] == ["Alice"]
     assert found.relations == (Relation("Alice", "Acme", "works_at"),)
+
+
+def test_resolve_names_prefers_an_entity_name_to_another_entity_alias(store: Store):
+    with store.write():
+        store.insert_entities(
+            [Entity("Robert", "person", (), {"aliases": ["Bob", "Rob"]}), Entity("Bob", "person", (), None)]
+        )
+    with store.read():
+        assert store.resolve_names(["Bob", "Rob", "Nobody"]) == {"Bob": "Bob", "Rob": "Robert"}
+
+
+def test_update_entity_renames_in_place_and_keeps_observations(store: Store):
+    _fill(store)
+    with store.read():
+        order = [entity.name for entity in store.iter_entities()]
+        first = order[0]
+        (before,) = store.get_entities([first])
+    with store.write():
+        store.update_entity(first, Entity("Renamed", "kind", (), {"aliases": [first]}))
+    with store.read():
+        after = list(store.iter_entities())
+        assert [entity.name for entity in after] == ["Renamed", *order[1:]]
+        assert after[0].observations == before.observations and after[0].entity_type == "kind"
+        assert store.resolve_names([first]) == {first: "Renamed"}
+        assert store.get_entities([first]) == []
+
+
+def test_a_rolled_back_rename_leaves_the_old_name_in_place(store: Store):
+    _fill(store)
+    with store.read():
+        first = next(store.iter_entities()).name
+    with pytest.raises(RuntimeError), store.write():
+        store.update_entity(first, Entity("Renamed", "kind"))
+        raise RuntimeError("undo")
+    with store.read():
+        assert store.existing_names([first, "Renamed"]) == {first}
+
+
+def test_find_relations_matches_every_given_field_and_counts_all(store: Store):
+    _fill(store)
+    with store.read():
+        everything = list(store.iter_relations())
+        source = everything[0].from_
+        expected = [relation for relation in everything if relation.from_ == source]
+        page, total = store.find_relations(source, None, None, 0, 1)
+        assert total == len(expected) and page == expected[:1]
+        assert store.find_relations(None, None, None, 0, None) == (everything, len(everything))

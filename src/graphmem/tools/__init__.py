@@ -8,10 +8,11 @@ graphmem has; the toolsets choose which of them a server lists.
 from graphmem.tools.base import ToolContext, ToolOutput, ToolSpec, dump_json
 from graphmem.tools.context import CONTEXT_TOOLS
 from graphmem.tools.export import EXPORT_TOOLS
+from graphmem.tools.maintenance import MAINTENANCE_TOOLS
 from graphmem.tools.navigation import NAVIGATION_TOOLS
 from graphmem.tools.official import OFFICIAL_TOOLS
 
 # Every family appends its tuple here.
-ALL_TOOLS: tuple[ToolSpec, ...] = OFFICIAL_TOOLS + CONTEXT_TOOLS + NAVIGATION_TOOLS + EXPORT_TOOLS
+ALL_TOOLS: tuple[ToolSpec, ...] = OFFICIAL_TOOLS + CONTEXT_TOOLS + NAVIGATION_TOOLS + MAINTENANCE_TOOLS + EXPORT_TOOLS
 
 __all__ = ["ALL_TOOLS", "OFFICIAL_TOOLS", "ToolContext", "ToolOutput", "ToolSpec", "dump_json"]

@@ -29,6 +29,9 @@ _DEFAULT_NAMES = (
     "search_relations",
     "list_entity_types",
     "list_relation_types",
+    "update_entities",
+    "update_relations",
+    "merge_entities",
 )
 
 TOOLSETS: dict[str, tuple[str, ...] | None] = {

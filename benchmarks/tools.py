@@ -7,7 +7,8 @@ It builds (once, cached under ~/.cache/graphmem-bench) a SQLite memory from the 
 generator as `benchmarks.run`, copies it, and calls every tool graphmem has through its
 ToolSpec (argument parsing, the graph, the answer's JSON text), without the protocol,
 so the figures show what each tool itself costs. Write tools change the copy; every call
-writes something new, so no call is a no-op.
+writes something new, so no call is a no-op. Last, it links one entity to 5,000 others and
+times the entity and traversal tools at and through that hub, their worst case.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ Sample = Callable[[int, int], dict[str, Any]]
 def _name(i: int, size: int) -> str:
     # Spread the calls over the memory, away from the first entities a cache would hold.
     return f"entity-{(i * 7919) % size}"
+
+
+def _far(i: int, size: int) -> str:
+    # Half the memory away from _name(i): no relation the benchmark made links the two.
+    return f"entity-{(i * 7919 + size // 2) % size}"
 
 
 SAMPLES: dict[str, Sample] = {
@@ -69,9 +75,9 @@ SAMPLES: dict[str, Sample] = {
     "graph_stats": lambda i, size: {},
     "search_relations": lambda i, size: {"from": _name(i, size)},
     "get_neighbors": lambda i, size: {"name": _name(i, size), "depth": 2},
-    "find_path": lambda i, size: {"from": _name(i, size), "to": _name(i + 1, size)},
-    "find_relation_path": lambda i, size: {"from": _name(i, size), "to": _name(i + 1, size)},
-    "find_all_paths": lambda i, size: {"from": _name(i, size), "to": _name(i + 1, size), "maxDepth": 4},
+    "find_path": lambda i, size: {"from": _name(i, size), "to": _far(i, size)},
+    "find_relation_path": lambda i, size: {"from": _name(i, size), "to": _far(i, size)},
+    "find_all_paths": lambda i, size: {"from": _name(i, size), "to": _far(i, size), "maxDepth": 4},
     "extract_subgraph": lambda i, size: {"names": [_name(i, size), _name(i + 1, size)], "depth": 1},
     "upsert_entities": lambda i, size: {
         "entities": [{"name": _name(i, size), "entityType": "person", "observations": [f"upserted {i}"]}]
@@ -116,6 +122,38 @@ def _call(spec: ToolSpec, ctx: ToolContext, arguments: dict[str, Any]) -> float:
     return time.perf_counter() - started
 
 
+HUB_DEGREE = 5_000
+
+# The worst cases of the entity and traversal tools: calls at or through one entity
+# related to 5,000 others.
+HUB_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "describe_entity": ("describe_entity", {"name": "bench-hub"}),
+    "search_relations": ("search_relations", {"from": "bench-hub"}),
+    "get_neighbors depth 1": ("get_neighbors", {"name": "bench-hub"}),
+    "get_neighbors depth 2": ("get_neighbors", {"name": "bench-hub", "depth": 2}),
+    "extract_subgraph depth 1": ("extract_subgraph", {"names": ["bench-hub"]}),
+    "find_path through it": ("find_path", {"from": "entity-13", "to": "entity-26000"}),
+    "find_all_paths through it": ("find_all_paths", {"from": "entity-13", "to": "entity-26000"}),
+}
+
+
+def _time_hub(ctx: ToolContext, size: int, repeats: int) -> None:
+    by_name = {spec.name: spec for spec in ALL_TOOLS}
+    hub = {"name": "bench-hub", "entityType": "hub", "observations": ["links everything"]}
+    _call(by_name["create_entities"], ctx, {"entities": [hub]})
+    for start in range(0, HUB_DEGREE, 1000):
+        links = [
+            {"from": "bench-hub", "to": f"entity-{(n * 13) % size}", "relationType": "links"}
+            for n in range(start + 1, start + 1001)
+        ]
+        _call(by_name["create_relations"], ctx, {"relations": links})
+    print(f"  a hub related to {HUB_DEGREE:,} entities:")
+    for label, (tool, arguments) in HUB_CALLS.items():
+        times = sorted(_call(by_name[tool], ctx, arguments) for _ in range(max(3, repeats // 3)))
+        p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
+        print(f"  {label:<26}{statistics.median(times) * 1000:>8.2f}{p95 * 1000:>10.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=40_000)
@@ -153,6 +191,7 @@ def main() -> None:
         times.sort()
         p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
         print(f"  {spec.name:<24}{statistics.median(times) * 1000:>10.2f}{p95 * 1000:>10.2f}")
+    _time_hub(ctx, options.size, options.repeats)
     store.close()
     shutil.rmtree(workdir)
 

@@ -2,7 +2,7 @@
 
 Relations are directed, but traversals follow them both ways: "Alice works_at Acme"
 connects Acme to Alice as much as Alice to Acme. A traversal expands one level at a
-time with indexed store queries (`relations_touching` on the frontier), so a one-hop
+time with indexed store queries (the relation keys touching the frontier), so a one-hop
 question reads one entity's relations and never the whole graph. Every traversal is
 bounded (depth, paths, visited names, steps) and its answer names the bound that
 stopped it, so a model can tell "there is nothing more" from "I stopped looking".
@@ -285,36 +285,39 @@ def _expand(
     graph: KnowledgeGraph, seeds: list[str], depth: int, direction: Direction, relation_type: str | None
 ) -> Neighbourhood:
     distances = dict.fromkeys(seeds, 0)
-    followed: dict[tuple[str, str, str], Relation] = {}
-    order: dict[tuple[str, str, str], int] = {}
+    # The relations followed, nearest level first and in creation order within a level.
+    followed: dict[tuple[str, str, str], None] = {}
     frontier = seeds
     bound: Bound | None = None
     for level in range(1, depth + 1):
         if not frontier:
             break
         next_frontier: list[str] = []
-        frontier_set = set(frontier)
-        for index, relation in enumerate(graph.store.relations_touching(frontier)):
-            if relation_type is not None and relation.relation_type != relation_type:
+        at_frontier = set(frontier)
+        for key in graph.store.relation_keys_touching(frontier):
+            from_, to, type_ = key
+            if relation_type is not None and type_ != relation_type:
                 continue
-            for name in {relation.from_, relation.to} & frontier_set:
-                other = _follow(relation, name, direction)
-                if other is None:
-                    continue
+            ends = []
+            if direction != "incoming" and from_ in at_frontier:
+                ends.append(to)
+            if direction != "outgoing" and to in at_frontier:
+                ends.append(from_)
+            for other in ends:
                 if other not in distances:
                     if len(distances) >= MAX_VISITED:
                         bound = Bound("maxNodes", MAX_VISITED)
-                        continue
+                        break
                     distances[other] = level
                     next_frontier.append(other)
-                followed.setdefault(relation.key, relation)
-                order.setdefault(relation.key, level * 10**9 + index)
+                followed[key] = None
+            if bound is not None:
+                break
         frontier = next_frontier
         if bound is not None:
             break
     reached = tuple(name for name in distances if distances[name] > 0)
-    relations = tuple(sorted(followed.values(), key=lambda relation: order[relation.key]))
-    return Neighbourhood(reached, distances, relations, bound)
+    return Neighbourhood(reached, distances, tuple(Relation(*key) for key in followed), bound)
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,14 +334,23 @@ class Subgraph:
     graph: Graph
     not_found: tuple[str, ...]
     bound: Bound | None
+    unloaded: int = 0
+    """Reached names whose entities were not fetched (past `load_at_most`)."""
 
 
-def subgraph(graph: KnowledgeGraph, names: Sequence[str], depth: int, *, max_depth: int) -> Subgraph:
+def subgraph(
+    graph: KnowledgeGraph, names: Sequence[str], depth: int, *, max_depth: int, load_at_most: int | None = None
+) -> Subgraph:
     """The entities within `depth` hops of `names` and every relation among them.
 
     Names that are not entities are reported and skipped, so one unknown name among
     several does not spoil the answer; names that are not entities but are reached
     through relations are passed through and not listed.
+
+    Args:
+        load_at_most: fetch only the first this many entities (the named ones, then the
+            nearest), with the relations among everything reached that touch them: what
+            an answer cut to a budget can show.
     """
     graph.check_names("names", names)
     _check_depth("depth", depth, max_depth)
@@ -352,14 +364,13 @@ def subgraph(graph: KnowledgeGraph, names: Sequence[str], depth: int, *, max_dep
         reached = _expand(graph, found_seeds, depth, "both", None)
         everyone = [*found_seeds, *reached.names]
         inside = set(everyone)
-        entities = {entity.name: entity for entity in reversed(graph.store.get_entities(everyone))}
+        shown = everyone if load_at_most is None else everyone[:load_at_most]
+        entities = {entity.name: entity for entity in reversed(graph.store.get_entities(shown))}
         relations = tuple(
-            relation
-            for relation in graph.store.relations_touching(everyone)
-            if relation.from_ in inside and relation.to in inside
+            Relation(*key) for key in graph.store.relation_keys_touching(shown) if key[0] in inside and key[1] in inside
         )
-    ordered = tuple(entities[name] for name in everyone if name in entities)
-    return Subgraph(Graph(ordered, relations), not_found, reached.bound)
+    ordered = tuple(entities[name] for name in shown if name in entities)
+    return Subgraph(Graph(ordered, relations), not_found, reached.bound, len(everyone) - len(shown))
 
 
 def shortest_path(graph: KnowledgeGraph, start: str, end: str, max_depth: int, *, most_depth: int) -> ShortestPath:
@@ -413,8 +424,9 @@ def _meet_in_the_middle(graph: KnowledgeGraph, start: str, end: str, max_depth: 
         side.depth += 1
         meetings: list[str] = []
         next_frontier: list[str] = []
-        for relation in graph.store.relations_touching(side.frontier):
-            for name, neighbour in ((relation.from_, relation.to), (relation.to, relation.from_)):
+        for key in graph.store.relation_keys_touching(side.frontier):
+            relation = Relation(*key)
+            for name, neighbour in ((key[0], key[1]), (key[1], key[0])):
                 if side.distance.get(name) != side.depth - 1 or neighbour in side.distance:
                     continue
                 if len(side.distance) + len(other.distance) >= MAX_VISITED:
@@ -475,7 +487,9 @@ class _PathFinder:
         self.graph = graph
         self.start, self.end = start, end
         self.max_depth, self.max_paths = max_depth, max_paths
-        self.adjacent: dict[str, list[tuple[str, Relation]]] = {}
+        # Each name's neighbours, with the key of one relation linking them: paths are
+        # sequences of names, so one relation per neighbour is enough.
+        self.adjacent: dict[str, dict[str, tuple[str, str, str]]] = {}
         self.paths: list[tuple[tuple[str, ...], tuple[Relation, ...]]] = []
         self.steps = 0
         self.bound: Bound | None = None
@@ -484,15 +498,16 @@ class _PathFinder:
         wanted = [name for name in names if name not in self.adjacent]
         if not wanted:
             return
-        for name in wanted:
-            self.adjacent[name] = []
-        seen: dict[str, set[str]] = {name: set() for name in wanted}
-        for relation in self.graph.store.relations_touching(wanted):
-            for name, neighbour in ((relation.from_, relation.to), (relation.to, relation.from_)):
-                # One relation per neighbour is enough: paths are sequences of names.
-                if name in seen and neighbour != name and neighbour not in seen[name]:
-                    seen[name].add(neighbour)
-                    self.adjacent[name].append((neighbour, relation))
+        fresh: dict[str, dict[str, tuple[str, str, str]]] = {name: {} for name in wanted}
+        for key in self.graph.store.relation_keys_touching(wanted):
+            from_, to, _ = key
+            if from_ == to:
+                continue
+            if from_ in fresh:
+                fresh[from_].setdefault(to, key)
+            if to in fresh:
+                fresh[to].setdefault(from_, key)
+        self.adjacent.update(fresh)
 
     def _distances_to_end(self) -> tuple[dict[str, int], int]:
         """Hops from each name near `end` to it, and a lower bound for the names not measured."""
@@ -502,7 +517,7 @@ class _PathFinder:
             self._load(frontier)
             next_frontier = []
             for name in frontier:
-                for neighbour, _ in self.adjacent[name]:
+                for neighbour in self.adjacent[name]:
                     if neighbour not in distance:
                         distance[neighbour] = level
                         next_frontier.append(neighbour)
@@ -544,7 +559,15 @@ class _PathFinder:
             self.bound = Bound("maxNodes", MAX_VISITED)
             return
         self._load([here])
-        for neighbour, relation in self.adjacent[here]:
+        # Fetch the relations of every neighbour worth entering in one query, not one each.
+        self._load(
+            [
+                neighbour
+                for neighbour in self.adjacent[here]
+                if neighbour not in on_path and len(relations) + 1 + distance.get(neighbour, unmeasured) <= length
+            ][: max(0, MAX_VISITED - len(self.adjacent))]
+        )
+        for neighbour, key in self.adjacent[here].items():
             if len(self.paths) >= self.max_paths or self.bound is not None:
                 return
             self.steps += 1
@@ -554,7 +577,7 @@ class _PathFinder:
             if neighbour in on_path or len(relations) + 1 + distance.get(neighbour, unmeasured) > length:
                 continue
             names.append(neighbour)
-            relations.append(relation)
+            relations.append(Relation(*key))
             on_path.add(neighbour)
             self._extend(names, relations, on_path, length, distance, unmeasured)
             on_path.discard(neighbour)

@@ -94,6 +94,13 @@ class Store(Protocol):
         """Relations with either endpoint in `names`, in the order they were created."""
         ...
 
+    def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
+        """The keys `(from, to, relationType)` of `relations_touching(names)`, in the same order.
+
+        Traversals walk many relations and show few: keys are much cheaper than relations.
+        """
+        ...
+
     def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
         """The subset of relation keys `(from, to, relationType)` that are in memory."""
         ...

@@ -597,6 +597,9 @@ class JsonlStore:
         positions = {p for name in set(names) for p in self._by_endpoint.get(name, ())}
         return [row.value for p in sorted(positions) if (row := self._relations[p]) is not None]
 
+    def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
+        return [relation.key for relation in self.relations_touching(names)]
+
     def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
         return {key for key in keys if self._live_relations(self._by_key.get(key, ()))}
 

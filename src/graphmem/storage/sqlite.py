@@ -336,6 +336,15 @@ class SQLiteStore:
         )
         return [Relation(from_, to, relation_type, _extra(extra)) for from_, to, relation_type, extra in rows]
 
+    def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
+        return self._conn.execute(
+            "SELECT from_name, to_name, relation_type FROM relations WHERE id IN ("
+            " SELECT id FROM relations WHERE from_name IN (SELECT value FROM json_each(?1))"
+            " UNION SELECT id FROM relations WHERE to_name IN (SELECT value FROM json_each(?1))"
+            ") ORDER BY id",
+            (_names_json(names),),
+        ).fetchall()
+
     def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
         rows = self._conn.execute(
             "SELECT r.from_name, r.to_name, r.relation_type FROM json_each(?) AS k JOIN relations AS r"

@@ -37,17 +37,23 @@ def _stopped(bound: Bound | None, structured: dict[str, Any], notes: list[str], 
     notes.append(f"The search stopped at {bound.name} = {bound.limit:,} before it had seen everything. {advice}")
 
 
-def _fit_entities(ctx: ToolContext, graph: Graph, how: str, notes: list[str]) -> dict[str, Any]:
-    """The graph as wire JSON with aliases, cut to the budget at an entity boundary."""
+def _fit_entities(ctx: ToolContext, graph: Graph, how: str, notes: list[str], unloaded: int = 0) -> dict[str, Any]:
+    """The graph as wire JSON with aliases, cut to the budget at an entity boundary.
+
+    Args:
+        unloaded: entities known to follow but not fetched, because the budget could not
+            show them anyway; they count as left out.
+    """
     fitted = fit_graph(graph, ctx.response_budget)
     wire: dict[str, Any] = {
         "entities": [entity_wire(entity) for entity in fitted.graph.entities],
         "relations": [relation.to_wire() for relation in fitted.graph.relations],
     }
-    if fitted.cut:
+    omitted = fitted.omitted_entities + unloaded
+    if omitted:
         shown = len(fitted.graph.entities)
-        wire["truncated"] = fitted.truncation(shown)
-        notes.append(cut_note(shown, fitted.omitted_entities, ctx.response_budget, how))
+        wire["truncated"] = {"omittedEntities": omitted, "nextOffset": shown}
+        notes.append(cut_note(shown, omitted, ctx.response_budget, how))
     return wire
 
 
@@ -68,6 +74,9 @@ def _room_after(budget: int, item: dict[str, Any]) -> int:
     if budget <= 0:
         return 0
     return max(1, budget - len(dump_json(item)) // CHARS_PER_TOKEN)
+
+
+_SMALLEST_RELATION = len(dump_json({"from": "", "to": "", "relationType": ""})) + 8
 
 
 # -- get_entity, batch_get_entities -----------------------------------------------------------
@@ -120,6 +129,10 @@ def describe_entity(ctx: ToolContext, args: _DescribeArgs) -> ToolOutput:
     name = described.entity.name
     entity = entity_wire(described.entity)
     end = described.degree if args.limit is None else min(described.degree, args.offset + args.limit)
+    # A hub can have thousands of relations: shape no more than the budget could show.
+    most = most_that_fit(ctx.response_budget, _SMALLEST_RELATION)
+    if most is not None:
+        end = min(end, args.offset + most)
     relations = [
         {**relation.to_wire(), "direction": direction} for relation, direction in described.relations[args.offset : end]
     ]
@@ -199,9 +212,6 @@ class _SearchRelationsArgs(ToolArgs):
     limit: int | None = Field(default=None, ge=1, le=1000)
 
 
-_SMALLEST_RELATION = len(dump_json({"from": "", "to": "", "relationType": ""})) + 8
-
-
 def search_relations(ctx: ToolContext, args: _SearchRelationsArgs) -> ToolOutput:
     load = most_that_fit(ctx.response_budget, _SMALLEST_RELATION)
     limit = args.limit if load is None else min(args.limit or load, load)
@@ -253,7 +263,11 @@ def get_neighbors(ctx: ToolContext, args: _NeighboursArgs) -> ToolOutput:
     ordered = tuple(entities[name] for name in names if name in entities)
     notes: list[str] = []
     wire = _fit_entities(
-        ctx, Graph(ordered, found.relations), "Ask with a smaller depth, a relationType or a direction.", notes
+        ctx,
+        Graph(ordered, found.relations),
+        "Ask with a smaller depth, a relationType or a direction.",
+        notes,
+        unloaded=len(found.names) - len(names),
     )
     for item in wire["entities"]:
         item["distance"] = found.distances[item["name"]]
@@ -325,9 +339,17 @@ class _SubgraphArgs(ToolArgs):
 
 
 def extract_subgraph(ctx: ToolContext, args: _SubgraphArgs) -> ToolOutput:
-    found = navigation.subgraph(ctx.graph, args.names, args.depth, max_depth=MAX_NEIGHBOUR_DEPTH)
+    found = navigation.subgraph(
+        ctx.graph,
+        args.names,
+        args.depth,
+        max_depth=MAX_NEIGHBOUR_DEPTH,
+        load_at_most=most_that_fit(ctx.response_budget, SMALLEST_ENTITY),
+    )
     notes: list[str] = []
-    structured = _fit_entities(ctx, found.graph, "Ask with fewer names or a smaller depth.", notes)
+    structured = _fit_entities(
+        ctx, found.graph, "Ask with fewer names or a smaller depth.", notes, unloaded=found.unloaded
+    )
     structured["notFound"] = list(found.not_found)
     if found.not_found:
         notes.append(

@@ -1,0 +1,109 @@
+"""Answer and schema pieces shared by the tools beyond the official nine.
+
+Their answers are JSON objects shown as pretty JSON text, cut to the response budget at
+an item boundary, with a `truncated` object saying what was left out; their schemas
+describe names that may be aliases.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphmem import schemas
+from graphmem.models import Graph
+from graphmem.tools.base import ToolContext, ToolOutput, dump_json, entity_wire
+from graphmem.tools.budget import CHARS_PER_TOKEN, cut_note, fit_graph, fit_items
+
+__all__ = [
+    "ENTITY",
+    "NAMES",
+    "NAME_IN",
+    "RELATION",
+    "SMALLEST_RELATION",
+    "answer",
+    "cut_list",
+    "fit_entities",
+    "integer_schema",
+    "room_after",
+    "string_schema",
+    "truncated_schema",
+]
+
+
+def answer(structured: dict[str, Any], notes: list[str]) -> ToolOutput:
+    return ToolOutput(structured, dump_json(structured), tuple(notes))
+
+
+def fit_entities(ctx: ToolContext, graph: Graph, how: str, notes: list[str], unloaded: int = 0) -> dict[str, Any]:
+    """The graph as wire JSON with aliases, cut to the budget at an entity boundary.
+
+    Args:
+        unloaded: entities known to follow but not fetched, because the budget could not
+            show them anyway; they count as left out.
+    """
+    fitted = fit_graph(graph, ctx.response_budget)
+    wire: dict[str, Any] = {
+        "entities": [entity_wire(entity) for entity in fitted.graph.entities],
+        "relations": [relation.to_wire() for relation in fitted.graph.relations],
+    }
+    omitted = fitted.omitted_entities + unloaded
+    if omitted:
+        shown = len(fitted.graph.entities)
+        wire["truncated"] = {"omittedEntities": omitted, "nextOffset": shown}
+        notes.append(cut_note(shown, omitted, ctx.response_budget, how))
+    return wire
+
+
+def cut_list(budget: int, items: list[dict[str, Any]], what: str, how: str) -> tuple[int, str | None]:
+    """How many of `items` fit the budget, and the note to give when not all do."""
+    shown = fit_items(items, budget)
+    if shown == len(items):
+        return shown, None
+    omitted = len(items) - shown
+    return shown, (
+        f"Showing {shown} of {len(items)} {what}: the other {omitted} were left out to keep this answer within "
+        f"the response budget of about {budget:,} tokens. {how}"
+    )
+
+
+def room_after(budget: int, item: dict[str, Any]) -> int:
+    """The budget left for a list once `item` is in the answer (0 stays unlimited)."""
+    if budget <= 0:
+        return 0
+    return max(1, budget - len(dump_json(item)) // CHARS_PER_TOKEN)
+
+
+SMALLEST_RELATION = len(dump_json({"from": "", "to": "", "relationType": ""})) + 8
+
+
+def string_schema(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def integer_schema(
+    description: str, minimum: int, maximum: int | None = None, default: int | None = None
+) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer", "minimum": minimum, "description": description}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    if default is not None:
+        schema["default"] = default
+    return schema
+
+
+ENTITY = schemas.ENTITY_WITH_ALIASES
+RELATION = schemas.closed(schemas.RELATION)
+NAMES = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+NAME_IN = string_schema("The entity's exact name (case-sensitive) or one of its aliases")
+
+
+def truncated_schema(**counts: str) -> dict[str, Any]:
+    """The `truncated` part of an answer cut to the response budget or paged."""
+    properties = {name: {"type": "integer", "description": text} for name, text in counts.items()}
+    return {
+        "type": "object",
+        "description": "Present when the answer was cut: how much was left out and where to continue.",
+        "properties": properties,
+        "required": list(counts),
+        "additionalProperties": False,
+    }

@@ -142,7 +142,8 @@ def update_entities(graph: KnowledgeGraph, updates: Sequence[EntityUpdate]) -> l
             name = graph.resolve_names([update.name]).get(update.name)
             if name is None:
                 raise EntityNotFoundError(update.name)
-            (entity,) = graph.store.get_entities([name])
+            # A JSONL file may hold one name twice; like the official server, act on the first.
+            entity = graph.store.get_entities([name])[0]
             new_name = update.new_name if update.new_name is not None else name
             aliases = list(update.aliases) if update.aliases is not None else list(entity.aliases)
             if new_name != name:
@@ -289,7 +290,7 @@ def update_relations(graph: KnowledgeGraph, updates: Sequence[RelationUpdate]) -
             key = (from_, to, update.relation_type)
             if not graph.store.existing_relations([key]):
                 raise RelationNotFoundError(*key)
-            (old,) = [relation for relation in graph.store.relations_touching([from_]) if relation.key == key]
+            old = next(relation for relation in graph.store.relations_touching([from_]) if relation.key == key)
             new_key = (new_from, new_to, update.new_relation_type or update.relation_type)
             if new_key != key and graph.store.existing_relations([new_key]):
                 raise InvalidInputError(

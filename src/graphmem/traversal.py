@@ -244,6 +244,26 @@ def subgraph(
     return Subgraph(Graph(ordered, relations), not_found, reached.bound, len(everyone) - len(shown))
 
 
+def _check_path_arguments(graph: KnowledgeGraph, start: str, end: str, max_depth: int, most_depth: int) -> None:
+    graph.check_names("from", [start])
+    graph.check_names("to", [end])
+    _check_depth("maxDepth", max_depth, most_depth)
+
+
+def _path_ends(graph: KnowledgeGraph, start: str, end: str) -> tuple[str, str]:
+    """The entity names of a path's two ends (given by name or alias), inside a read.
+
+    Raises:
+        EntityNotFoundError: an end is not an entity.
+    """
+    start, end = canonical_names(graph, [start, end])
+    present = graph.store.existing_names([start, end])
+    for name in (start, end):
+        if name not in present:
+            raise EntityNotFoundError(name, EntityNotFoundError.READ_HINT)
+    return start, end
+
+
 def shortest_path(graph: KnowledgeGraph, start: str, end: str, max_depth: int, *, most_depth: int) -> ShortestPath:
     """A shortest path between two entities, relations followed both ways.
 
@@ -253,15 +273,9 @@ def shortest_path(graph: KnowledgeGraph, start: str, end: str, max_depth: int, *
     Raises:
         EntityNotFoundError: an endpoint is not an entity.
     """
-    graph.check_names("from", [start])
-    graph.check_names("to", [end])
-    _check_depth("maxDepth", max_depth, most_depth)
+    _check_path_arguments(graph, start, end, max_depth, most_depth)
     with graph.store.read():
-        start, end = canonical_names(graph, [start, end])
-        present = graph.store.existing_names([start, end])
-        for name in (start, end):
-            if name not in present:
-                raise EntityNotFoundError(name, EntityNotFoundError.READ_HINT)
+        start, end = _path_ends(graph, start, end)
         if start == end:
             return ShortestPath((start,), (), None)
         return _meet_in_the_middle(graph, start, end, max_depth)
@@ -337,17 +351,11 @@ def all_paths(
     Raises:
         EntityNotFoundError: an endpoint is not an entity.
     """
-    graph.check_names("from", [start])
-    graph.check_names("to", [end])
-    _check_depth("maxDepth", max_depth, most_depth)
+    _check_path_arguments(graph, start, end, max_depth, most_depth)
     if max_paths < 1:
         raise InvalidInputError("maxPaths", f"is {max_paths}; give 1 or more.")
     with graph.store.read():
-        start, end = canonical_names(graph, [start, end])
-        present = graph.store.existing_names([start, end])
-        for name in (start, end):
-            if name not in present:
-                raise EntityNotFoundError(name, EntityNotFoundError.READ_HINT)
+        start, end = _path_ends(graph, start, end)
         if start == end:
             return PathsFound((((start,), ()),), None)
         return _PathFinder(graph, start, end, max_depth, max_paths).run()

@@ -21,6 +21,7 @@ from graphmem.models import Entity
 
 __all__ = [
     "DELETE",
+    "IDEMPOTENT_WRITE",
     "READ",
     "WRITE",
     "ToolArgs",
@@ -107,6 +108,10 @@ class ToolSpec:
 
 WRITE = types.ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+# A write that repeated changes nothing more (a rename, an upsert, a compaction).
+IDEMPOTENT_WRITE = types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 DELETE = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 READ = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)

@@ -10,7 +10,17 @@ from pydantic import Field
 from graphmem import maintenance, schemas
 from graphmem.maintenance import EntityUpdate, RelationUpdate
 from graphmem.models import Entity
-from graphmem.tools.base import WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, entity_wire, plural
+from graphmem.tools.base import (
+    IDEMPOTENT_WRITE,
+    WRITE,
+    ToolArgs,
+    ToolContext,
+    ToolOutput,
+    ToolSpec,
+    dump_json,
+    entity_wire,
+    plural,
+)
 
 __all__ = ["MAINTENANCE_TOOLS"]
 
@@ -211,9 +221,7 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
             ["entities"],
         ),
         output_schema=schemas.output_schema({"updated": {"type": "array", "items": _ENTITY_HEAD}}, ["updated"]),
-        annotations=types.ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=IDEMPOTENT_WRITE,
         arguments=_UpdateEntitiesArgs,
         run=update_entities,
     ),
@@ -291,9 +299,7 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
             },
             ["results"],
         ),
-        annotations=types.ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=IDEMPOTENT_WRITE,
         arguments=_UpsertArgs,
         run=upsert_entities,
     ),
@@ -357,9 +363,7 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
             },
             ["bytesBefore", "bytesAfter", "entities", "relations"],
         ),
-        annotations=types.ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=IDEMPOTENT_WRITE,
         arguments=_NoArgs,
         run=compact,
     ),

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from graphmem.errors import EntityNotFoundError, InvalidInputError, RelationNotFoundError
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, Relation
+from graphmem.timestamps import now_iso
 
 __all__ = [
     "Compacted",
@@ -95,16 +95,12 @@ class Compacted:
     relations: int
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _bumped(extra: dict[str, Any] | None, **changes: Any) -> dict[str, Any]:
     """The extra keys with `version` raised by one and `updatedAt` set to now."""
     bumped = dict(extra or {})
     version = bumped.get("version")
     bumped["version"] = (version if isinstance(version, int) and not isinstance(version, bool) else 1) + 1
-    bumped["updatedAt"] = _now()
+    bumped["updatedAt"] = now_iso()
     bumped.update(changes)
     return {key: value for key, value in bumped.items() if value is not None}
 

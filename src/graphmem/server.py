@@ -88,7 +88,7 @@ def _tool_error(message: str) -> types.CallToolResult:
 def _tool_result(output: ToolOutput) -> types.CallToolResult:
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=output.text)]
     content += [types.TextContent(type="text", text=note) for note in output.notes]
-    return types.CallToolResult(content=content, structured_content=output.structured)
+    return types.CallToolResult(content=content, structured_content=output.structured, is_error=output.is_error)
 
 
 def build_server(settings: Settings, tools: tuple[ToolSpec, ...] | None = None) -> Server[AppState]:

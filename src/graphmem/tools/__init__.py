@@ -11,11 +11,18 @@ from graphmem.tools.export import EXPORT_TOOLS
 from graphmem.tools.maintenance import MAINTENANCE_TOOLS
 from graphmem.tools.navigation import NAVIGATION_TOOLS
 from graphmem.tools.official import OFFICIAL_TOOLS
+from graphmem.tools.quality import QUALITY_TOOLS
 from graphmem.tools.traversal import TRAVERSAL_TOOLS
 
 # Every family appends its tuple here.
 ALL_TOOLS: tuple[ToolSpec, ...] = (
-    OFFICIAL_TOOLS + CONTEXT_TOOLS + NAVIGATION_TOOLS + TRAVERSAL_TOOLS + MAINTENANCE_TOOLS + EXPORT_TOOLS
+    OFFICIAL_TOOLS
+    + QUALITY_TOOLS
+    + CONTEXT_TOOLS
+    + NAVIGATION_TOOLS
+    + TRAVERSAL_TOOLS
+    + MAINTENANCE_TOOLS
+    + EXPORT_TOOLS
 )
 
 __all__ = ["ALL_TOOLS", "OFFICIAL_TOOLS", "ToolContext", "ToolOutput", "ToolSpec", "dump_json"]

@@ -71,6 +71,8 @@ class ToolOutput:
     notes: tuple[str, ...] = ()
     changed: bool = False
     """Whether the call wrote to memory (subscribers of the graph resource are told)."""
+    is_error: bool = False
+    """A refusal the model should fix and retry, with its reasons in `structured`."""
 
 
 class ToolArgs(BaseModel):

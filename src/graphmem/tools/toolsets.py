@@ -22,6 +22,7 @@ _OFFICIAL_NAMES = tuple(spec.name for spec in OFFICIAL_TOOLS)
 # things connect, and keeping the memory tidy. The rest stay one flag away.
 _DEFAULT_NAMES = (
     *_OFFICIAL_NAMES,
+    "save_memory",
     "get_context_info",
     "describe_entity",
     "get_neighbors",

@@ -1,0 +1,12 @@
+"""Times as the metadata of specs 002 and 003 write them: ISO 8601 in UTC, to the millisecond."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+__all__ = ["now_iso"]
+
+
+def now_iso() -> str:
+    """Now, as `2026-01-20T15:30:00.000Z` (JavaScript's `toISOString()` format)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

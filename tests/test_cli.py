@@ -346,8 +346,10 @@ def test_jsonl_export_is_what_the_official_server_writes_for_the_same_graph(tmp_
     memory = tmp_path / "memory.db"
     store = open_store(Settings(memory_path=memory))
     graph = KnowledgeGraph(store)
-    graph.create_entities([Entity("Zoë", "person", ('says "hi"\n', "\u2028 and 🎉")), Entity("B", "t")])
-    graph.create_relations([Relation("Zoë", "B", "knows")])
+    # Imported without metadata, as the official server holds it.
+    graph.import_graph(
+        [Entity("Zoë", "person", ('says "hi"\n', "\u2028 and 🎉")), Entity("B", "t")], [Relation("Zoë", "B", "knows")]
+    )
     store.close()
     # JSON.stringify's bytes, as Python writes them: compact, non-ASCII raw, official key order.
     expected = "".join(

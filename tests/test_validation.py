@@ -67,3 +67,23 @@ def test_entity_types_are_capitalised_for_you_and_spaces_get_a_suggestion():
     assert spaced.entity_type == "API Key"
     assert "'ApiKey'" in spaced.warnings[0]
     assert advise_entity_type("Person").warnings == ()
+
+
+def test_strict_mode_holds_the_official_tools_to_the_same_rules(tmp_path):
+    from graphmem.config import Settings
+    from graphmem.errors import InvalidInputError
+    from graphmem.graph import KnowledgeGraph
+    from graphmem.models import Entity, ObservationAddition, Relation
+    from graphmem.storage import open_store
+
+    store = open_store(Settings(memory_path=tmp_path / "memory.db"))
+    lenient, strict = KnowledgeGraph(store), KnowledgeGraph(store, strict=True)
+    lenient.create_entities([Entity("A", "t", ("One. Two. Three.",))])
+    with pytest.raises(InvalidInputError, match=r"entities\[0\]\.observations\[0\]: Too many sentences \(3\)"):
+        strict.create_entities([Entity("B", "t", ("One. Two. Three.",))])
+    with pytest.raises(InvalidInputError, match=r"observations\[0\]\.contents\[0\]: Observation too short"):
+        strict.add_observations([ObservationAddition("A", ("Hi",))])
+    with pytest.raises(InvalidInputError, match="in strict mode the limit is 50"):
+        strict.create_relations([Relation("A", "A", "x" * 51)])
+    assert [entity.name for entity in strict.read_graph().entities] == ["A"]
+    store.close()

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from graphmem import search
+from graphmem import search, validation
 from graphmem.errors import DanglingRelationError, EntityNotFoundError, InvalidInputError
 from graphmem.limits import Limits
 from graphmem.models import (
@@ -29,6 +29,7 @@ from graphmem.models import (
     Relation,
 )
 from graphmem.storage.base import Store, StoreCounts
+from graphmem.timestamps import new_metadata, now_iso
 
 __all__ = ["CreatedEntities", "CreatedRelations", "KnowledgeGraph"]
 
@@ -98,6 +99,11 @@ class KnowledgeGraph:
         self._check_batch(field, contents, self.limits.max_observations_per_item)
         for index, content in enumerate(contents):
             self._check_text(f"{field}[{index}]", content, self.limits.max_observation_length)
+            if self.strict:
+                # Strict mode holds the official tools to save_memory's rule: one atomic fact.
+                found = validation.observation_problem(content)
+                if found is not None:
+                    raise InvalidInputError(f"{field}[{index}]", f"{found[0]} {found[1]}")
 
     def _check_entities(self, entities: Sequence[Entity]) -> None:
         self._check_batch("entities", entities)
@@ -105,6 +111,18 @@ class KnowledgeGraph:
             self._check_name(f"entities[{index}].name", entity.name)
             self._check_name(f"entities[{index}].entityType", entity.entity_type)
             self._check_observations(f"entities[{index}].observations", entity.observations)
+            if self.strict:
+                self._check_quality(f"entities[{index}].name", entity.name, validation.MAX_NAME_LENGTH)
+                self._check_quality(
+                    f"entities[{index}].entityType", entity.entity_type, validation.MAX_ENTITY_TYPE_LENGTH
+                )
+
+    def _check_quality(self, field: str, value: str, max_length: int) -> None:
+        """In strict mode, the shorter limits of spec 001 for names and types."""
+        if len(value) > max_length:
+            raise InvalidInputError(
+                field, f"is {len(value)} characters long; in strict mode the limit is {max_length}. Shorten it."
+            )
 
     def _check_relations(self, field: str, relations: Sequence[Relation]) -> None:
         self._check_batch(field, relations)
@@ -112,6 +130,10 @@ class KnowledgeGraph:
             self._check_name(f"{field}[{index}].from", relation.from_)
             self._check_name(f"{field}[{index}].to", relation.to)
             self._check_name(f"{field}[{index}].relationType", relation.relation_type)
+            if self.strict:
+                self._check_quality(
+                    f"{field}[{index}].relationType", relation.relation_type, validation.MAX_RELATION_TYPE_LENGTH
+                )
 
     def check_names(self, field: str, names: Sequence[str]) -> None:
         """Refuse a list of names over the batch limit, or with a name too long or not valid text.
@@ -163,6 +185,7 @@ class KnowledgeGraph:
     def create_entities(self, entities: Sequence[Entity]) -> CreatedEntities:
         """Create the entities whose names are new; skip (and report) the others."""
         self._check_entities(entities)
+        now = now_iso()
         with self.store.write():
             existing = self.store.existing_names([entity.name for entity in entities])
             created: list[Entity] = []
@@ -173,7 +196,9 @@ class KnowledgeGraph:
                     skipped.append(entity.name)
                     continue
                 seen.add(entity.name)
-                created.append(Entity(entity.name, entity.entity_type, tuple(_unique(entity.observations))))
+                created.append(
+                    Entity(entity.name, entity.entity_type, tuple(_unique(entity.observations)), new_metadata(now))
+                )
             self.store.insert_entities(created)
         return CreatedEntities(tuple(created), tuple(_unique(skipped)))
 
@@ -189,9 +214,12 @@ class KnowledgeGraph:
             resolved = self.resolve_names(
                 _unique(name for relation in relations for name in (relation.from_, relation.to))
             )
+            now = now_iso()
             unique = list(
                 _first_per_key(
-                    Relation(resolved.get(r.from_, r.from_), resolved.get(r.to, r.to), r.relation_type, r.extra)
+                    Relation(
+                        resolved.get(r.from_, r.from_), resolved.get(r.to, r.to), r.relation_type, new_metadata(now)
+                    )
                     for r in relations
                 )
             )

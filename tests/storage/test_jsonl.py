@@ -45,16 +45,20 @@ def test_one_entity_is_written_as_the_upstream_smoke_test_expects(tmp_path: Path
     path = tmp_path / "memory.jsonl"
     graph = _graph(path)
     graph.create_entities([Entity("Alice", "person")])
-    assert path.read_bytes() == b'{"type":"entity","name":"Alice","entityType":"person","observations":[]}\n'
+    # The official keys, byte for byte as upstream writes them; spec 002's metadata after them.
+    line = path.read_bytes()
+    assert line.startswith(b'{"type":"entity","name":"Alice","entityType":"person","observations":[],"createdAt":"')
+    assert list(json.loads(line)) == ["type", "name", "entityType", "observations", "createdAt", "updatedAt", "version"]
+    assert line.endswith(b'"version":1}\n')
     _close(graph)
 
 
 def test_the_file_holds_every_entity_then_every_relation_byte_for_byte(tmp_path: Path):
     path = tmp_path / "memory.jsonl"
     graph = _graph(path)
-    graph.create_entities([Entity("Alice", "person", ("likes tea", "café ☕", "line\u2028sep", 'says "hi"\n'))])
-    graph.create_relations([Relation("Alice", "Bob", "knows")])
-    graph.create_entities([Entity("Bob", "person")])
+    graph.import_graph([Entity("Alice", "person", ("likes tea", "café ☕", "line\u2028sep", 'says "hi"\n'))], [])
+    graph.import_graph([], [Relation("Alice", "Bob", "knows")])
+    graph.import_graph([Entity("Bob", "person")], [])
     # JSON.stringify keeps non-ASCII and U+2028 raw, escapes quotes and newlines.
     expected = (
         '{"type":"entity","name":"Alice","entityType":"person","observations":'
@@ -83,7 +87,7 @@ def test_a_file_in_the_released_layout_without_trailing_newline_loads_and_gains_
         b'{"type":"relation","from":"A","to":"B","relationType":"r"}'
     )
     graph = _graph(path)
-    graph.create_entities([Entity("B", "t")])
+    graph.import_graph([Entity("B", "t")], [])
     assert path.read_bytes() == (
         b'{"type":"entity","name":"A","entityType":"t","observations":["x"]}\n'
         b'{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
@@ -119,7 +123,7 @@ def test_extra_keys_and_lines_of_other_types_survive_a_rewrite(tmp_path: Path):
     path = tmp_path / "memory.jsonl"
     path.write_text(FORK_FILE, encoding="utf-8")
     graph = _graph(path)
-    graph.create_entities([Entity("C", "t")])
+    graph.import_graph([Entity("C", "t")], [])
     lines = FORK_FILE.splitlines(keepends=True)
     new_line = '{"type":"entity","name":"C","entityType":"t","observations":[]}\n'
     assert path.read_text(encoding="utf-8") == "".join([*lines[:4], new_line, lines[4]])
@@ -162,7 +166,7 @@ def test_lines_found_among_relations_move_before_them_and_entities_before_relati
         encoding="utf-8",
     )
     graph = _graph(path)
-    graph.create_entities([Entity("B", "t")])
+    graph.import_graph([Entity("B", "t")], [])
     assert path.read_text(encoding="utf-8") == (
         '{"type":"_aim","source":"x"}\n'
         '{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
@@ -282,7 +286,7 @@ def test_the_first_rewrite_backs_up_the_original_file_once(tmp_path: Path, caplo
     path.write_bytes(BAD_FILE)
     caplog.set_level(logging.WARNING, logger="graphmem.storage.jsonl")
     graph = _graph(path)
-    graph.create_entities([Entity("C", "t")])
+    graph.import_graph([Entity("C", "t")], [])
     (backup,) = tmp_path.glob("memory.jsonl.bak-*")
     assert backup.read_bytes() == BAD_FILE
     assert stat.S_IMODE(backup.stat().st_mode) == 0o600
@@ -292,7 +296,7 @@ def test_the_first_rewrite_backs_up_the_original_file_once(tmp_path: Path, caplo
         '{"type":"entity","name":"C","entityType":"t","observations":[]}\n'
         '{"type":"relation","from":"A","to":"B","relationType":"r"}\n'
     )
-    graph.create_entities([Entity("D", "t")])
+    graph.import_graph([Entity("D", "t")], [])
     _close(graph)
     _close(_graph(path))
     assert len(list(tmp_path.glob("memory.jsonl.bak-*"))) == 1

@@ -74,11 +74,11 @@ async def test_the_tool_answers_with_structured_context_and_a_note_for_missing_n
         listing = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert not result.is_error
     jsonschema.validate(result.structured_content, listing["get_context_info"].output_schema)
-    assert result.structured_content == {
-        "entities": [{"name": "Bob", "entityType": "person", "observations": ["[S:Active] in Oslo"]}],
-        "relations": [],
-        "notFound": ["Ghost"],
-    }
+    (bob,) = result.structured_content["entities"]
+    # The official keys, then spec 002's metadata.
+    assert list(bob) == ["name", "entityType", "observations", "createdAt", "updatedAt", "version"]
+    assert (bob["name"], bob["observations"], bob["version"]) == ("Bob", ["[S:Active] in Oslo"], 1)
+    assert (result.structured_content["relations"], result.structured_content["notFound"]) == ([], ["Ghost"])
     assert json.loads(result.content[0].text) == result.structured_content
     assert "Not found: Ghost" in result.content[1].text
 

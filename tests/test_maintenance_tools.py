@@ -74,7 +74,14 @@ async def test_upsert_entities_with_the_spec_arguments(client):
 
 async def test_update_entities_renames_and_the_old_name_still_opens_it(client):
     updated = await _call(client, "update_entities", {"entities": [{"name": "Acme", "newName": "Acme Corp"}]})
-    assert updated["updated"][0] == {"name": "Acme Corp", "entityType": "company", "aliases": ["Acme"], "version": 2}
+    renamed = updated["updated"][0]
+    assert {key: renamed[key] for key in ("name", "entityType", "aliases", "version")} == {
+        "name": "Acme Corp",
+        "entityType": "company",
+        "aliases": ["Acme"],
+        "version": 2,
+    }
+    assert renamed["updatedAt"] >= renamed["createdAt"]
     opened = (await client.call_tool("open_nodes", {"names": ["Acme"]})).structured_content
     assert opened["entities"][0]["name"] == "Acme Corp"
     assert opened["relations"] == [{"from": "Alice", "to": "Acme Corp", "relationType": "works_at"}]

@@ -104,6 +104,11 @@ async def test_input_schemas_are_the_official_ones_apart_from_optional_additions
     for added in INPUT_ADDITIONS.get(name, ()):
         ours["properties"].pop(added)
         assert added not in ours.get("required", [])
+    if name == "add_observations":
+        # An optional list beside each item's contents: which observations they correct.
+        item = ours["properties"]["observations"]["items"]
+        assert item["properties"].pop("supersedes")["type"] == "array"
+        assert "supersedes" not in item["required"]
     assert ours == OFFICIAL_BY_NAME[name]["inputSchema"]
 
 

@@ -28,6 +28,7 @@ from graphmem.models import (
     OutlinePage,
     Relation,
 )
+from graphmem.observations import NewObservation, change_observations, new_records, with_records
 from graphmem.storage.base import Store, StoreCounts
 from graphmem.timestamps import new_metadata, now_iso
 
@@ -196,9 +197,9 @@ class KnowledgeGraph:
                     skipped.append(entity.name)
                     continue
                 seen.add(entity.name)
-                created.append(
-                    Entity(entity.name, entity.entity_type, tuple(_unique(entity.observations)), new_metadata(now))
-                )
+                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now))
+                texts = [NewObservation(content) for content in _unique(entity.observations)]
+                created.append(with_records(fresh, *new_records(texts, now)))
             self.store.insert_entities(created)
         return CreatedEntities(tuple(created), tuple(_unique(skipped)))
 
@@ -243,21 +244,18 @@ class KnowledgeGraph:
             self._check_name(f"observations[{index}].entityName", addition.entity_name)
             self._check_observations(f"observations[{index}].contents", addition.contents)
         results: list[AddedObservations] = []
+        now = now_iso()
         with self.store.write():
             # The batch may name one entity twice: later items see what earlier ones added.
-            known: dict[str, set[str]] = {}
             resolved = self.resolve_names(_unique(addition.entity_name for addition in additions))
-            for addition in additions:
+            for index, addition in enumerate(additions):
                 name = resolved.get(addition.entity_name)
                 if name is None:
                     raise EntityNotFoundError(addition.entity_name)
-                if name not in known:
-                    known[name] = set(self.store.observations_of(name) or ())
-                have = known[name]
-                added = [content for content in _unique(addition.contents) if content not in have]
-                have.update(added)
-                self.store.append_observations(name, added)
-                results.append(AddedObservations(name, tuple(added)))
+                corrects = list(addition.supersedes) + [None] * (len(addition.contents) - len(addition.supersedes))
+                new = [NewObservation(content, old) for content, old in zip(addition.contents, corrects, strict=False)]
+                change = change_observations(self.store, name, new, (), now, f"observations[{index}].supersedes")
+                results.append(AddedObservations(name, change.added))
         return results
 
     def delete_entities(self, names: Sequence[str]) -> DeleteOutcome:
@@ -282,13 +280,15 @@ class KnowledgeGraph:
         missing: list[str] = []
         with self.store.write():
             resolved = self.resolve_names(_unique(deletion.entity_name for deletion in deletions))
-            for deletion in deletions:
+            now = now_iso()
+            for index, deletion in enumerate(deletions):
                 contents = _unique(deletion.observations)
                 requested += len(contents)
                 if deletion.entity_name not in resolved:
                     missing.append(deletion.entity_name)
                     continue
-                deleted += self.store.remove_observations(resolved[deletion.entity_name], contents)
+                name = resolved[deletion.entity_name]
+                deleted += change_observations(self.store, name, (), contents, now, f"deletions[{index}]").removed
         return DeleteOutcome(requested, deleted, tuple(_unique(missing)))
 
     def delete_relations(self, relations: Sequence[Relation]) -> DeleteOutcome:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from graphmem.errors import EntityNotFoundError, InvalidInputError, RelationNotFoundError
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, Relation
-from graphmem.timestamps import now_iso
+from graphmem.timestamps import now_iso, touched
 
 __all__ = [
     "Compacted",
@@ -95,16 +94,6 @@ class Compacted:
     relations: int
 
 
-def _bumped(extra: dict[str, Any] | None, **changes: Any) -> dict[str, Any]:
-    """The extra keys with `version` raised by one and `updatedAt` set to now."""
-    bumped = dict(extra or {})
-    version = bumped.get("version")
-    bumped["version"] = (version if isinstance(version, int) and not isinstance(version, bool) else 1) + 1
-    bumped["updatedAt"] = now_iso()
-    bumped.update(changes)
-    return {key: value for key, value in bumped.items() if value is not None}
-
-
 def _alias_list(values: Sequence[str]) -> list[str] | None:
     unique = list(dict.fromkeys(values))
     return unique or None
@@ -148,7 +137,7 @@ def update_entities(graph: KnowledgeGraph, updates: Sequence[EntityUpdate]) -> l
             aliases = [alias for alias in aliases if alias != new_name]
             for alias in aliases:
                 _check_free(graph, f"{field}.aliases", alias, owner=name)
-            extra = _bumped(entity.extra, aliases=_alias_list(aliases))
+            extra = touched(entity.extra, now_iso(), aliases=_alias_list(aliases))
             changed = Entity(new_name, update.entity_type or entity.entity_type, entity.observations, extra)
             graph.store.update_entity(name, changed)
             if new_name != name:
@@ -249,7 +238,8 @@ def merge_entities(graph: KnowledgeGraph, source: str, target: str) -> Merged:
         # The source goes before the target takes its name as an alias, so no name means two entities.
         graph.store.delete_entities([source_name])
         aliases = [*into.aliases, source_name, *from_entity.aliases]
-        extra = _bumped(into.extra, aliases=_alias_list([alias for alias in aliases if alias != target_name]))
+        kept_aliases = _alias_list([alias for alias in aliases if alias != target_name])
+        extra = touched(into.extra, now_iso(), aliases=kept_aliases)
         merged = Entity(target_name, into.entity_type, into.observations + tuple(added), extra)
         graph.store.update_entity(target_name, merged)
     return Merged(source_name, target_name, len(from_entity.observations), len(added), moved, dropped, merged)
@@ -295,7 +285,7 @@ def update_relations(graph: KnowledgeGraph, updates: Sequence[RelationUpdate]) -
                     "delete this one with delete_relations instead.",
                 )
             graph.store.delete_relations([key])
-            relation = Relation(*new_key, _bumped(old.extra))
+            relation = Relation(*new_key, touched(old.extra, now_iso()))
             graph.store.insert_relations([relation])
             changed.append(relation)
     return changed

@@ -108,10 +108,16 @@ class OutlinePage:
 
 @dataclass(frozen=True, slots=True)
 class ObservationAddition:
-    """Observations to append to one existing entity."""
+    """Observations to append to one existing entity.
+
+    Attributes:
+        supersedes: for each content, in order, the id of the current observation it
+            corrects (or None); shorter than `contents` when the last ones correct nothing.
+    """
 
     entity_name: str
     contents: tuple[str, ...]
+    supersedes: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

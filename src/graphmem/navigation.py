@@ -9,11 +9,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from graphmem.errors import EntityNotFoundError
+from graphmem.errors import EntityNotFoundError, InvalidInputError
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, Relation
+from graphmem.observations import ObservationRecord, history_of, records_of
 
-__all__ = ["EntityDescription", "batch_get", "canonical_names", "describe", "get_entity", "relations_matching"]
+__all__ = [
+    "EntityDescription",
+    "batch_get",
+    "canonical_names",
+    "describe",
+    "get_entity",
+    "observation_history",
+    "relations_matching",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +138,41 @@ def relations_matching(
         resolved = dict(zip(given, canonical_names(graph, given), strict=True))
         start, end = (None if name is None else resolved[name] for name in ends)
         return graph.store.find_relations(start, end, relation_type or None, offset, limit)
+
+
+def observation_history(graph: KnowledgeGraph, name: str, observation_id: str) -> tuple[str, list[ObservationRecord]]:
+    """The version chain an observation belongs to, oldest first, and the entity's name.
+
+    From any observation of the chain, current or superseded: the facts it corrected,
+    itself, and those that corrected it.
+
+    Raises:
+        EntityNotFoundError: no entity has that name or alias.
+        InvalidInputError: the entity has no observation with that id.
+    """
+    graph.check_names("entityName", [name])
+    graph.check_names("observationId", [observation_id])
+    with graph.store.read():
+        (canonical,) = canonical_names(graph, [name])
+        entity = require_entity(graph, canonical)
+    by_id = {record.id: record for record in (*history_of(entity), *records_of(entity))}
+    record = by_id.get(observation_id)
+    if record is None:
+        raise InvalidInputError(
+            "observationId",
+            f"{observation_id!r} is not an observation of {canonical!r}; get_entity lists its observations "
+            "with their ids.",
+        )
+    # Back to the first version, then forward to the current one; `seen` stops a cycle a
+    # hand-edited file might hold.
+    seen = {record.id}
+    while record.supersedes in by_id and record.supersedes not in seen:
+        record = by_id[str(record.supersedes)]
+        seen.add(record.id)
+    chain = [record]
+    seen = {record.id}
+    while chain[-1].superseded_by in by_id and chain[-1].superseded_by not in seen:
+        following = by_id[str(chain[-1].superseded_by)]
+        seen.add(following.id)
+        chain.append(following)
+    return canonical, chain

@@ -20,7 +20,8 @@ from typing import Any
 from graphmem import validation
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, Relation
-from graphmem.timestamps import now_iso
+from graphmem.observations import NewObservation, change_observations, new_records, with_records
+from graphmem.timestamps import new_metadata, now_iso, touched
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -227,49 +228,36 @@ def _write(
     saved: list[str] = []
     for draft, item in zip(drafts, advice, strict=True):
         existing = resolved.get(draft.name)
-        observations = tuple(dict.fromkeys(draft.observations))
+        facts = [
+            NewObservation(text, None, thread_id, draft.confidence, draft.importance)
+            for text in dict.fromkeys(draft.observations)
+        ]
         if existing is None:
-            extra = {
-                "createdAt": now,
-                "updatedAt": now,
-                "version": 1,
-                "threadId": thread_id,
-                "confidence": draft.confidence,
-                "importance": draft.importance,
-            }
-            graph.store.insert_entities([Entity(draft.name, item.entity_type, observations, extra)])
+            extra = {**new_metadata(now), "threadId": thread_id, "confidence": draft.confidence}
+            extra["importance"] = draft.importance
+            new_entity = Entity(draft.name, item.entity_type, (), extra)
+            graph.store.insert_entities([with_records(new_entity, *new_records(facts, now))])
             resolved[draft.name] = draft.name
             created += 1
-            added_total += len(observations)
+            added_total += len(facts)
             saved.append(draft.name)
             continue
-        have = set(graph.store.observations_of(existing) or ())
-        added = [text for text in observations if text not in have]
-        graph.store.append_observations(existing, added)
+        change = change_observations(graph.store, existing, facts, (), now, f"entities[{draft.name}]")
         entity = graph.store.get_entities([existing])[0]
-        version = (entity.extra or {}).get("version")
-        extra = {
-            **(entity.extra or {}),
-            "updatedAt": now,
-            "version": (version if isinstance(version, int) and not isinstance(version, bool) else 1) + 1,
-            "threadId": thread_id,
-            "importance": draft.importance,
-        }
+        # New facts raised the version already; a call that added none still changed the thread.
+        if change.added:
+            extra = {**(entity.extra or {}), "threadId": thread_id, "importance": draft.importance}
+        else:
+            extra = touched(entity.extra, now, threadId=thread_id, importance=draft.importance)
         graph.store.update_entity(existing, Entity(existing, entity.entity_type, entity.observations, extra))
         updated += 1
-        added_total += len(added)
+        added_total += len(change.added)
         saved.append(existing)
     relations: dict[tuple[str, str, str], Relation] = {}
     for draft, name in zip(drafts, saved, strict=True):
         for relation in draft.relations:
             target = resolved.get(relation.target_entity, relation.target_entity)
-            extra = {
-                "createdAt": now,
-                "updatedAt": now,
-                "version": 1,
-                "threadId": thread_id,
-                "importance": relation.importance,
-            }
+            extra = {**new_metadata(now), "threadId": thread_id, "importance": relation.importance}
             relations.setdefault(
                 (name, target, relation.relation_type), Relation(name, target, relation.relation_type, extra)
             )

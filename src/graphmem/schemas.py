@@ -15,6 +15,7 @@ __all__ = [
     "DELETE_RESULT",
     "ENTITY",
     "ENTITY_WITH_ALIASES",
+    "OBSERVATION_RECORD",
     "GRAPH_RESULT",
     "READ_GRAPH_INPUT",
     "READ_GRAPH_RESULT",
@@ -53,12 +54,40 @@ RELATION: dict[str, Any] = {
 }
 
 
+# An observation as a record (spec 003) with spec 001's versioning.
+OBSERVATION_RECORD: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "content": {"type": "string"},
+        "version": {"type": "integer"},
+        "createdAt": {"type": "string"},
+        "threadId": {"type": "string"},
+        "confidence": {"type": "number"},
+        "importance": {"type": "number"},
+        "supersedes": {"type": "string", "description": "The id of the observation this one corrected"},
+        "supersededBy": {"type": "string", "description": "The id of the observation that corrected this one"},
+        "status": {"type": "string", "description": "From an [S:Status] prefix: Active, Resolved, Archived, ..."},
+        "timestamp": {"type": "string", "description": "From a [2025-04-08T10:00:00Z] prefix"},
+    },
+    "required": ["id", "content", "version"],
+    "additionalProperties": False,
+}
+
 # An entity as the richer tools show it: the official keys, and its aliases when it has some.
 ENTITY_WITH_ALIASES: dict[str, Any] = {
     "type": "object",
     "properties": {
         **ENTITY["properties"],
         "aliases": {"type": "array", "items": {"type": "string"}, "description": "Other names of the entity"},
+        "createdAt": {"type": "string"},
+        "updatedAt": {"type": "string"},
+        "version": {"type": "integer"},
+        "observationRecords": {
+            "type": "array",
+            "description": "The current observations with their ids and metadata (spec 003)",
+            "items": OBSERVATION_RECORD,
+        },
     },
     "required": ["name", "entityType", "observations"],
     "additionalProperties": False,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-__all__ = ["new_metadata", "now_iso"]
+__all__ = ["new_metadata", "now_iso", "touched"]
 
 
 def now_iso() -> str:
@@ -15,3 +16,14 @@ def now_iso() -> str:
 def new_metadata(now: str) -> dict[str, object]:
     """Spec 002's metadata of an entity or relation created at `now`."""
     return {"createdAt": now, "updatedAt": now, "version": 1}
+
+
+def touched(extra: dict[str, Any] | None, now: str, **changes: Any) -> dict[str, Any]:
+    """Extra keys after a change at `now`: `version` raised by one (from 1 when absent),
+    `updatedAt` set, and `changes` applied (a None value removes its key)."""
+    bumped = dict(extra or {})
+    version = bumped.get("version")
+    bumped["version"] = (version if isinstance(version, int) and not isinstance(version, bool) else 1) + 1
+    bumped["updatedAt"] = now
+    bumped.update(changes)
+    return {key: value for key, value in bumped.items() if value is not None}

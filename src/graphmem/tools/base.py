@@ -40,13 +40,21 @@ def dump_json(value: Any) -> str:
 
 
 def entity_wire(entity: Entity) -> dict[str, Any]:
-    """An entity as the tools beyond the official nine show it: with its aliases, if any.
+    """An entity as the tools beyond the official nine show it: with its aliases and spec 002's
+    createdAt, updatedAt and version, when it has them.
 
     The official nine keep the official three keys, so their answers stay byte-identical.
     """
     wire = entity.to_wire()
     if entity.aliases:
         wire["aliases"] = list(entity.aliases)
+    extra = entity.extra or {}
+    for key in ("createdAt", "updatedAt"):
+        if isinstance(extra.get(key), str):
+            wire[key] = extra[key]
+    version = extra.get("version")
+    if isinstance(version, int) and not isinstance(version, bool):
+        wire["version"] = version
     return wire
 
 

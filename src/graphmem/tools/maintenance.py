@@ -187,7 +187,14 @@ _NAME_IN = {"type": "string", "description": "The entity's exact name (case-sens
 _ENTITY_HEAD = schemas.closed(
     {
         "type": "object",
-        "properties": {"name": _STRING, "entityType": _STRING, "aliases": _STRINGS, "version": {"type": "integer"}},
+        "properties": {
+            "name": _STRING,
+            "entityType": _STRING,
+            "aliases": _STRINGS,
+            "createdAt": _STRING,
+            "updatedAt": _STRING,
+            "version": {"type": "integer"},
+        },
         "required": ["name", "entityType"],
     }
 )

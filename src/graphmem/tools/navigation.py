@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from graphmem import navigation, schemas
-from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec, entity_wire
+from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec
 from graphmem.tools.budget import fit_items, most_that_fit
 from graphmem.tools.wire import (
     ENTITY,
@@ -17,6 +17,7 @@ from graphmem.tools.wire import (
     SMALLEST_RELATION,
     answer,
     cut_list,
+    entity_with_records,
     integer_schema,
     room_after,
     string_schema,
@@ -35,7 +36,7 @@ class _NameArgs(ToolArgs):
 
 def get_entity(ctx: ToolContext, args: _NameArgs) -> ToolOutput:
     entity = navigation.get_entity(ctx.graph, args.name)
-    return answer(entity_wire(entity), [])
+    return answer(entity_with_records(entity), [])
 
 
 class _NamesArgs(ToolArgs):
@@ -44,7 +45,7 @@ class _NamesArgs(ToolArgs):
 
 def batch_get_entities(ctx: ToolContext, args: _NamesArgs) -> ToolOutput:
     found = navigation.batch_get(ctx.graph, args.names)
-    items: list[dict[str, Any] | None] = [None if entity is None else entity_wire(entity) for entity in found]
+    items: list[dict[str, Any] | None] = [None if entity is None else entity_with_records(entity) for entity in found]
     notes: list[str] = []
     shown, note = cut_list(
         ctx.response_budget,
@@ -74,7 +75,7 @@ class _DescribeArgs(ToolArgs):
 def describe_entity(ctx: ToolContext, args: _DescribeArgs) -> ToolOutput:
     described = navigation.describe(ctx.graph, args.name)
     name = described.entity.name
-    entity = entity_wire(described.entity)
+    entity = entity_with_records(described.entity)
     end = described.degree if args.limit is None else min(described.degree, args.offset + args.limit)
     # A hub can have thousands of relations: shape no more than the budget could show.
     most = most_that_fit(ctx.response_budget, SMALLEST_RELATION)

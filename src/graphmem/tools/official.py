@@ -53,6 +53,7 @@ class _RelationsArgs(ToolArgs):
 class _AdditionArg(ToolArgs):
     entity_name: str = Field(alias="entityName")
     contents: list[str]
+    supersedes: list[str | None] = Field(default_factory=list)
 
 
 class _AddObservationsArgs(ToolArgs):
@@ -142,7 +143,10 @@ def create_relations(ctx: ToolContext, args: _RelationsArgs) -> ToolOutput:
 
 def add_observations(ctx: ToolContext, args: _AddObservationsArgs) -> ToolOutput:
     results = ctx.graph.add_observations(
-        [ObservationAddition(item.entity_name, tuple(item.contents)) for item in args.observations]
+        [
+            ObservationAddition(item.entity_name, tuple(item.contents), tuple(item.supersedes))
+            for item in args.observations
+        ]
     )
     wire = [result.to_wire() for result in results]
     return ToolOutput({"results": wire}, dump_json(wire), changed=True)
@@ -360,7 +364,8 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
             "Add new observations to existing entities in the knowledge graph. "
             "Use it to record new facts about an entity that is already in memory (use "
             "create_entities for a new one); observations the entity already has are not repeated, "
-            "and if any entity is missing the whole call fails and nothing is saved."
+            "and if any entity is missing the whole call fails and nothing is saved. To correct a fact, "
+            "give the id of the observation it replaces in supersedes: the old one is kept in the history."
         ),
         input_schema=schemas.input_schema(
             {
@@ -376,6 +381,13 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
                             "contents": {
                                 **_NAMES,
                                 "description": "An array of observation contents to add",
+                            },
+                            "supersedes": {
+                                "type": "array",
+                                "items": {"type": ["string", "null"]},
+                                "description": "Optional, one per content in order: the id of the current "
+                                "observation it corrects (null for a new fact). The old one stays in the history "
+                                "(get_observation_history) and stops being shown.",
                             },
                         },
                         "required": ["entityName", "contents"],

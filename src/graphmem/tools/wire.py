@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from graphmem import schemas
-from graphmem.models import Graph
+from graphmem.models import Entity, Graph
+from graphmem.observations import records_of
 from graphmem.tools.base import ToolContext, ToolOutput, dump_json, entity_wire
 from graphmem.tools.budget import CHARS_PER_TOKEN, cut_note, fit_graph, fit_items
 
@@ -21,6 +22,7 @@ __all__ = [
     "RELATION",
     "SMALLEST_RELATION",
     "answer",
+    "entity_with_records",
     "cut_list",
     "fit_entities",
     "integer_schema",
@@ -107,3 +109,10 @@ def truncated_schema(**counts: str) -> dict[str, Any]:
         "required": list(counts),
         "additionalProperties": False,
     }
+
+
+def entity_with_records(entity: Entity) -> dict[str, Any]:
+    """An entity with its current observations also as records: ids, versions, metadata."""
+    wire = entity_wire(entity)
+    wire["observationRecords"] = [record.to_wire() for record in records_of(entity)]
+    return wire

@@ -1,0 +1,276 @@
+"""Observations as records (spec 003) with versions (spec 001): ids, metadata, history.
+
+The official tools see an entity's observations as plain strings, and files must stay
+loadable by the official server, so the strings stay where they are: the entity's
+current facts, in order. Their metadata rides in the entity's extra keys:
+
+- `observationMeta`: one object per current observation, in the same order (`id`,
+  `createdAt`, `version`, and `threadId`, `confidence`, `importance`, `supersedes` when
+  known);
+- `observationHistory`: whole records (with `content`) of the facts no longer current:
+  those a newer observation superseded, and archived ones (`[S:Archived]`), which are
+  kept but never shown by the read tools.
+
+An entity written before records existed has no metadata: its observations get the ids
+`obs_1`, `obs_2`, ... in order, the same ids every time, until a write stores them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from graphmem.errors import InvalidInputError
+from graphmem.models import Entity
+from graphmem.observation_text import ARCHIVED, parse_observation
+from graphmem.storage.base import Store
+from graphmem.timestamps import touched
+
+__all__ = [
+    "NewObservation",
+    "ObservationRecord",
+    "change_observations",
+    "history_of",
+    "is_archived",
+    "new_records",
+    "records_of",
+    "with_records",
+]
+
+_META = "observationMeta"
+_HISTORY = "observationHistory"
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationRecord:
+    """One observation with its metadata.
+
+    Attributes:
+        superseded_by: the id of the observation that replaced this one, if any.
+    """
+
+    id: str
+    content: str
+    created_at: str | None = None
+    version: int = 1
+    thread_id: str | None = None
+    confidence: float | None = None
+    importance: float | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+
+    @property
+    def current(self) -> bool:
+        return self.superseded_by is None and not is_archived(self.content)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The record as the richer tools show it, with the status and time its prefixes give."""
+        parsed = parse_observation(self.content)
+        wire: dict[str, Any] = {"id": self.id, "content": self.content, "version": self.version}
+        optional = {
+            "createdAt": self.created_at,
+            "threadId": self.thread_id,
+            "confidence": self.confidence,
+            "importance": self.importance,
+            "supersedes": self.supersedes,
+            "supersededBy": self.superseded_by,
+            "status": parsed.status.capitalize() if parsed.status else None,
+            "timestamp": parsed.timestamp.isoformat().replace("+00:00", "Z") if parsed.timestamp else None,
+        }
+        wire.update({key: value for key, value in optional.items() if value is not None})
+        return wire
+
+    def _meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"id": self.id, "version": self.version}
+        for key, value in (
+            ("createdAt", self.created_at),
+            ("threadId", self.thread_id),
+            ("confidence", self.confidence),
+            ("importance", self.importance),
+            ("supersedes", self.supersedes),
+            ("supersededBy", self.superseded_by),
+        ):
+            if value is not None:
+                meta[key] = value
+        return meta
+
+
+def is_archived(content: str) -> bool:
+    return parse_observation(content).status == ARCHIVED
+
+
+def _record(content: str, meta: Any, fallback_id: str) -> ObservationRecord:
+    if not isinstance(meta, dict):
+        return ObservationRecord(fallback_id, content)
+
+    def text(key: str) -> str | None:
+        value = meta.get(key)
+        return value if isinstance(value, str) else None
+
+    def number(key: str) -> float | None:
+        value = meta.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    version = meta.get("version")
+    return ObservationRecord(
+        text("id") or fallback_id,
+        content,
+        text("createdAt"),
+        version if isinstance(version, int) and not isinstance(version, bool) else 1,
+        text("threadId"),
+        number("confidence"),
+        number("importance"),
+        text("supersedes"),
+        text("supersededBy"),
+    )
+
+
+def records_of(entity: Entity) -> list[ObservationRecord]:
+    """The records of the entity's current observations, in order."""
+    extra = entity.extra or {}
+    metas = extra.get(_META)
+    metas = metas if isinstance(metas, list) and len(metas) == len(entity.observations) else []
+    records = []
+    for index, content in enumerate(entity.observations):
+        records.append(_record(content, metas[index] if metas else None, f"obs_{index + 1}"))
+    return records
+
+
+def history_of(entity: Entity) -> list[ObservationRecord]:
+    """The records of the entity's observations that are no longer current, oldest first."""
+    history = (entity.extra or {}).get(_HISTORY)
+    if not isinstance(history, list):
+        return []
+    return [
+        _record(item["content"], item, f"obs_h{index + 1}")
+        for index, item in enumerate(history)
+        if isinstance(item, dict) and isinstance(item.get("content"), str)
+    ]
+
+
+def next_id(records: Sequence[ObservationRecord]) -> str:
+    """An id no record of the entity has: one past the highest `obs_N`."""
+    highest = 0
+    for record in records:
+        number = record.id.removeprefix("obs_")
+        if number.isdigit():
+            highest = max(highest, int(number))
+    return f"obs_{highest + 1}"
+
+
+def with_records(entity: Entity, current: Sequence[ObservationRecord], history: Sequence[ObservationRecord]) -> Entity:
+    """The entity holding exactly these current observations and this history."""
+    extra = dict(entity.extra or {})
+    if current:
+        extra[_META] = [record._meta() for record in current]
+    else:
+        extra.pop(_META, None)
+    if history:
+        extra[_HISTORY] = [{**record._meta(), "content": record.content} for record in history]
+    else:
+        extra.pop(_HISTORY, None)
+    return Entity(entity.name, entity.entity_type, tuple(record.content for record in current), extra)
+
+
+def superseded(record: ObservationRecord, by: str) -> ObservationRecord:
+    return replace(record, superseded_by=by)
+
+
+@dataclass(frozen=True, slots=True)
+class NewObservation:
+    """An observation to add, with what spec 001 says about it.
+
+    Attributes:
+        supersedes: the id of a current observation this one corrects; that one moves to
+            the history, and this one's version is one more.
+    """
+
+    content: str
+    supersedes: str | None = None
+    thread_id: str | None = None
+    confidence: float | None = None
+    importance: float | None = None
+
+
+def new_records(
+    observations: Sequence[NewObservation], now: str
+) -> tuple[list[ObservationRecord], list[ObservationRecord]]:
+    """The current records and the history of a new entity's observations (archived ones go to history)."""
+    current: list[ObservationRecord] = []
+    history: list[ObservationRecord] = []
+    for index, item in enumerate(observations):
+        record = ObservationRecord(
+            f"obs_{index + 1}", item.content, now, 1, item.thread_id, item.confidence, item.importance
+        )
+        (history if is_archived(item.content) else current).append(record)
+    return current, history
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationChange:
+    """What `change_observations` did: the contents added (archived ones included) and removed."""
+
+    added: tuple[str, ...]
+    removed: int
+
+
+def change_observations(
+    store: Store, name: str, add: Sequence[NewObservation], remove: Sequence[str], now: str, field: str
+) -> ObservationChange:
+    """Add and remove observations of entity `name`, keeping records, history and versions.
+
+    Call it inside a write transaction. A content the entity has already is not added
+    twice; a removed content is deleted (not kept in history); a superseded one is kept.
+
+    Raises:
+        InvalidInputError: `supersedes` names no current observation of the entity.
+    """
+    entity = store.get_entities([name])[0]
+    current = records_of(entity)
+    history = history_of(entity)
+    removing = set(remove)
+    kept = [record for record in current if record.content not in removing]
+    removed = len(current) - len(kept)
+    have = {record.content for record in kept}
+    fresh: list[ObservationRecord] = []
+    added: list[str] = []
+    for item in add:
+        if item.content in have:
+            continue
+        record = ObservationRecord(
+            next_id([*current, *history, *fresh]),
+            item.content,
+            now,
+            1,
+            item.thread_id,
+            item.confidence,
+            item.importance,
+        )
+        if item.supersedes is not None:
+            old = next((r for r in kept if r.id == item.supersedes), None)
+            if old is None:
+                raise InvalidInputError(
+                    field,
+                    f"supersedes {item.supersedes!r}, which is not a current observation of {name!r}; "
+                    "get_entity shows the current observations with their ids.",
+                )
+            kept.remove(old)
+            history.append(superseded(old, record.id))
+            record = replace(record, supersedes=old.id, version=old.version + 1)
+        fresh.append(record)
+        have.add(item.content)
+        added.append(item.content)
+        (history if is_archived(item.content) else kept).append(record)
+    if not added and not removed:
+        return ObservationChange((), 0)
+    kept_ids = {record.id for record in kept}
+    gone = [record.content for record in current if record.id not in kept_ids]
+    if gone:
+        store.remove_observations(name, gone)
+    appended = [record.content for record in kept if record in fresh]
+    if appended:
+        store.append_observations(name, appended)
+    changed = with_records(entity, kept, history)
+    store.update_entity(name, Entity(name, entity.entity_type, changed.observations, touched(changed.extra, now)))
+    return ObservationChange(tuple(added), removed)

@@ -184,6 +184,23 @@ def search_relations(ctx: ToolContext, args: _SearchRelationsArgs) -> ToolOutput
     return answer(structured, notes)
 
 
+# -- get_observation_history -------------------------------------------------------------------
+
+
+class _HistoryArgs(ToolArgs):
+    entity_name: str = Field(alias="entityName")
+    observation_id: str = Field(alias="observationId")
+
+
+def get_observation_history(ctx: ToolContext, args: _HistoryArgs) -> ToolOutput:
+    name, chain = navigation.observation_history(ctx.graph, args.entity_name, args.observation_id)
+    current = chain[-1].id if chain[-1].current else None
+    structured: dict[str, Any] = {"entityName": name, "history": [record.to_wire() for record in chain]}
+    if current is not None:
+        structured["currentId"] = current
+    return answer(structured, [])
+
+
 _TYPE_COUNTS = schemas.output_schema(
     {
         "types": {
@@ -363,5 +380,33 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
         annotations=READ,
         arguments=_SearchRelationsArgs,
         run=search_relations,
+    ),
+    ToolSpec(
+        name="get_observation_history",
+        title="Get Observation History",
+        description=(
+            "Get every version of one fact of an entity, oldest first: the observations it corrected, itself, and "
+            "those that corrected it (add_observations with supersedes). Use it to see how a fact changed over "
+            "time, e.g. 'Uses python-docx 1.1.0' then 'Uses python-docx 1.2.0'; the read tools show only the "
+            "current version. get_entity lists the observation ids."
+        ),
+        input_schema=schemas.input_schema(
+            {
+                "entityName": NAME_IN,
+                "observationId": string_schema("The id of any version of the observation, e.g. obs_3"),
+            },
+            ["entityName", "observationId"],
+        ),
+        output_schema=schemas.output_schema(
+            {
+                "entityName": {"type": "string"},
+                "history": {"type": "array", "items": schemas.OBSERVATION_RECORD},
+                "currentId": {"type": "string", "description": "The version shown today; absent when archived"},
+            },
+            ["entityName", "history"],
+        ),
+        annotations=READ,
+        arguments=_HistoryArgs,
+        run=get_observation_history,
     ),
 )

@@ -95,6 +95,19 @@ SAMPLES: dict[str, Sample] = {
         ]
     },
     "merge_entities": lambda i, size: {"source": f"bench-new-{i}", "target": _name(i, size)},
+    "save_memory": lambda i, size: {
+        "entities": [
+            {
+                "name": f"bench-saved-{i}",
+                "entityType": "Person",
+                "observations": ["Lives in Oslo", f"Joined in {2000 + i % 25}"],
+                "relations": [{"targetEntity": _name(i, size), "relationType": "knows"}],
+            }
+        ],
+        "threadId": "bench",
+    },
+    "get_observation_history": lambda i, size: {"entityName": _name(i, size), "observationId": "obs_1"},
+    "get_analytics": lambda i, size: {} if i % 2 else {"threadId": "bench"},
 }
 
 # Too slow to repeat at every size, or changing the memory wholesale: timed once.

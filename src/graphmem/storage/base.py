@@ -21,7 +21,15 @@ from graphmem.errors import StorageBusyError, StorageError
 from graphmem.models import Entity, Relation
 from graphmem.storage.words import SearchHit, WordSearch
 
-__all__ = ["FieldHits", "Store", "StoreCounts", "map_backend_errors", "map_driver_errors"]
+__all__ = [
+    "AnalyticsRows",
+    "EntitySummary",
+    "FieldHits",
+    "Store",
+    "StoreCounts",
+    "map_backend_errors",
+    "map_driver_errors",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +48,41 @@ class StoreCounts:
     entities: int
     relations: int
     observations: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntitySummary:
+    """An entity without its texts: what get_analytics reports about it."""
+
+    name: str
+    entity_type: str
+    created_at: str | None
+    updated_at: str | None
+    version: int | None
+    importance: float | None
+    observation_count: int
+    degree: int
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyticsRows:
+    """The rows behind get_analytics, each list at most `limit` long.
+
+    Attributes:
+        recent: most recently updated first (entities without `updatedAt` last; ties: newest first).
+        important: highest `importance` first (entities without one last; ties: newest first).
+        connected: most relations first (ties: the later name first).
+        unconnected: entities no relation touches, in creation order, and how many in all.
+        dangling: names relations use that are not entities, and how many in all.
+    """
+
+    recent: list[EntitySummary]
+    important: list[EntitySummary]
+    connected: list[EntitySummary]
+    unconnected: list[EntitySummary]
+    unconnected_total: int
+    dangling: list[str]
+    dangling_total: int
 
 
 class Store(Protocol):
@@ -144,6 +187,10 @@ class Store(Protocol):
     ) -> tuple[list[Relation], int]:
         """One page of the relations matching every given field (None matches any), in
         creation order, and how many match in all."""
+        ...
+
+    def analytics(self, thread_id: str | None, limit: int) -> AnalyticsRows:
+        """The rows behind get_analytics, for the entities of one thread (`threadId`) or all."""
         ...
 
     # -- end of navigation -----------------------------------------------------------------

@@ -38,10 +38,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from graphmem.errors import ImportFormatError, StorageBusyError, StorageError
 from graphmem.models import Entity, Relation
-from graphmem.storage.base import FieldHits, StoreCounts, map_backend_errors
+from graphmem.storage.base import AnalyticsRows, EntitySummary, FieldHits, StoreCounts, map_backend_errors
 from graphmem.storage.files import fsync_directory
 from graphmem.storage.jsonl_format import (
     EntityRecord,
@@ -115,6 +116,24 @@ def _contains(entity: Entity, needle: str) -> bool:
         needle in entity.name.lower()
         or needle in entity.entity_type.lower()
         or any(needle in observation.lower() for observation in entity.observations)
+    )
+
+
+def _summary(entity: Entity, extra: dict[str, Any], degree: int) -> EntitySummary:
+    def text(key: str) -> str | None:
+        value = extra.get(key)
+        return value if isinstance(value, str) else None
+
+    version, importance = extra.get("version"), extra.get("importance")
+    return EntitySummary(
+        entity.name,
+        entity.entity_type,
+        text("createdAt"),
+        text("updatedAt"),
+        version if isinstance(version, int) and not isinstance(version, bool) else None,
+        float(importance) if isinstance(importance, int | float) and not isinstance(importance, bool) else None,
+        len(entity.observations),
+        degree,
     )
 
 
@@ -703,6 +722,39 @@ class JsonlStore:
         ]
         page = matching[offset:] if limit is None else matching[offset : offset + limit]
         return page, len(matching)
+
+    def analytics(self, thread_id: str | None, limit: int) -> AnalyticsRows:
+        degree: Counter[str] = Counter()
+        for relation in self.iter_relations():
+            degree[relation.from_] += 1
+            if relation.to != relation.from_:
+                degree[relation.to] += 1
+        names = set()
+        summaries: list[EntitySummary] = []
+        for entity in self.iter_entities():
+            names.add(entity.name)
+            extra = entity.extra or {}
+            if thread_id is not None and extra.get("threadId") != thread_id:
+                continue
+            summaries.append(_summary(entity, extra, degree[entity.name]))
+        order = {summary.name: index for index, summary in enumerate(summaries)}
+        recent = sorted(summaries, key=lambda s: (s.updated_at is not None, s.updated_at or "", order[s.name]))
+        recent.reverse()
+        important = sorted(summaries, key=lambda s: (s.importance is not None, s.importance or 0.0, order[s.name]))
+        important.reverse()
+        # Ties as SQLite walks its indexes backwards: the later name first.
+        connected = sorted((s for s in summaries if s.degree), key=lambda s: (s.degree, s.name), reverse=True)
+        unconnected = [s for s in summaries if not s.degree]
+        dangling = sorted(name for name in degree if name not in names)
+        return AnalyticsRows(
+            recent[:limit],
+            important[:limit],
+            connected[:limit],
+            unconnected[:limit],
+            len(unconnected),
+            dangling[:limit],
+            len(dangling),
+        )
 
     # -- end of navigation -----------------------------------------------------------------
 

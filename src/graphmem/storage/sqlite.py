@@ -20,7 +20,14 @@ from typing import Any
 
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity, Relation
-from graphmem.storage.base import FieldHits, StoreCounts, map_backend_errors, map_driver_errors
+from graphmem.storage.base import (
+    AnalyticsRows,
+    EntitySummary,
+    FieldHits,
+    StoreCounts,
+    map_backend_errors,
+    map_driver_errors,
+)
 from graphmem.storage.words import SearchHit, Term, WordSearch, is_common
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -83,6 +90,31 @@ SELECT e.id, e.name,
         (SELECT content FROM observations AS o WHERE o.entity_id = e.id ORDER BY o.id)), '')
 FROM entities AS e WHERE e.id IN (SELECT entity_id FROM entity_words_stale)
 """
+
+
+# An entity's summary for get_analytics: columns 1 to 8 of EntitySummary.
+_SUMMARY = (
+    "SELECT e.name, e.entity_type,"
+    " CASE WHEN json_valid(e.extra) THEN json_extract(e.extra, '$.createdAt') END, e.updated_at,"
+    " CASE WHEN json_valid(e.extra) THEN json_extract(e.extra, '$.version') END, e.importance,"
+    " (SELECT count(*) FROM observations AS o WHERE o.entity_id = e.id),"
+    " coalesce((SELECT d.degree FROM degrees AS d WHERE d.name = e.name), 0)"
+    " FROM entities AS e"
+)
+
+
+def _summary(row: tuple[Any, ...]) -> EntitySummary:
+    name, entity_type, created_at, updated_at, version, importance, observations, degree = row
+    return EntitySummary(
+        name,
+        entity_type,
+        created_at if isinstance(created_at, str) else None,
+        updated_at if isinstance(updated_at, str) else None,
+        version if isinstance(version, int) else None,
+        float(importance) if isinstance(importance, int | float) else None,
+        observations,
+        degree,
+    )
 
 
 def _fts_query(terms: Sequence[Term]) -> str | None:
@@ -574,6 +606,56 @@ class SQLiteStore:
         )
         return [Relation(f, t, r, _extra(extra)) for f, t, r, extra in rows], total
 
+    def analytics(self, thread_id: str | None, limit: int) -> AnalyticsRows:
+        of_thread = "" if thread_id is None else " AND e.thread_id = :thread"
+        params = {"thread": thread_id, "limit": limit}
+
+        def summaries(where: str, order: str) -> list[EntitySummary]:
+            rows = self._conn.execute(f"{_SUMMARY} WHERE 1{where}{of_thread} ORDER BY {order} LIMIT :limit", params)
+            return [_summary(row) for row in rows]
+
+        # Each order is an index walked backwards (ties: the newer entity, or the later name, first).
+        recent = summaries("", "e.updated_at DESC, e.id DESC")
+        important = summaries("", "e.importance DESC, e.id DESC")
+        if thread_id is None:
+            # Walk the degree index from the top; CROSS JOIN keeps SQLite from scanning entities.
+            connected = [
+                _summary(row)
+                for row in self._conn.execute(
+                    _SUMMARY.replace("FROM entities AS e", "FROM degrees AS top CROSS JOIN entities AS e")
+                    + " WHERE e.name = top.name ORDER BY top.degree DESC, top.name DESC LIMIT :limit",
+                    params,
+                )
+            ]
+        else:
+            connected = summaries(
+                " AND EXISTS (SELECT 1 FROM degrees AS d WHERE d.name = e.name)", "8 DESC, e.name DESC"
+            )
+        # Few entities lack relations in a healthy memory: one scan finds them all and counts them.
+        lonely = [
+            entity_id
+            for (entity_id,) in self._conn.execute(
+                "SELECT e.id FROM entities AS e WHERE NOT EXISTS (SELECT 1 FROM degrees AS d WHERE d.name = e.name)"
+                f"{of_thread} ORDER BY e.id",
+                params,
+            )
+        ]
+        unconnected = [
+            _summary(row)
+            for row in self._conn.execute(
+                f"{_SUMMARY} WHERE e.id IN (SELECT value FROM json_each(?)) ORDER BY e.id",
+                (json.dumps(lonely[:limit]),),
+            )
+        ]
+        dangling = [
+            name
+            for (name,) in self._conn.execute(
+                "SELECT d.name FROM degrees AS d WHERE NOT EXISTS (SELECT 1 FROM entities AS e WHERE e.name = d.name)"
+                " ORDER BY d.name"
+            )
+        ]
+        return AnalyticsRows(recent, important, connected, unconnected, len(lonely), dangling[:limit], len(dangling))
+
     # -- end of navigation -----------------------------------------------------------------
 
     # -- writes ---------------------------------------------------------------
@@ -656,9 +738,11 @@ class SQLiteStore:
         return int(matched)
 
     def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
-        before = self._conn.total_changes
-        self._conn.executemany("DELETE FROM relations WHERE from_name = ? AND to_name = ? AND relation_type = ?", keys)
-        return self._conn.total_changes - before
+        # rowcount counts the rows each statement deleted, not what triggers changed.
+        cursor = self._conn.executemany(
+            "DELETE FROM relations WHERE from_name = ? AND to_name = ? AND relation_type = ?", keys
+        )
+        return cursor.rowcount
 
 
 def _split_sql(script: str) -> list[str]:

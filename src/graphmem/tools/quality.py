@@ -1,4 +1,4 @@
-"""save_memory (spec 001): entities with their observations and relations, validated, saved whole."""
+"""Spec 001's tools: save_memory (validated, saved whole) and get_analytics (the state of a memory)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import Field
 
-from graphmem import saving, schemas, validation
+from graphmem import analytics, saving, schemas, validation
 from graphmem.saving import EntityDraft, RelationDraft
-from graphmem.tools.base import WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
+from graphmem.tools.base import READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
 
 __all__ = ["QUALITY_TOOLS"]
 
@@ -75,7 +75,39 @@ def save_memory(ctx: ToolContext, args: _SaveArgs) -> ToolOutput:
     return ToolOutput(structured, summary, (dump_json(structured),), changed=True)
 
 
+class _AnalyticsArgs(ToolArgs):
+    thread_id: str | None = Field(default=None, alias="threadId")
+    limit: int = Field(default=10, ge=1, le=100)
+
+
+def get_analytics(ctx: ToolContext, args: _AnalyticsArgs) -> ToolOutput:
+    found = analytics.analytics(ctx.graph, args.thread_id, args.limit)
+    structured = {
+        "recent_changes": found.recent_changes,
+        "top_important": found.top_important,
+        "most_connected": found.most_connected,
+        "orphaned_entities": found.orphaned_entities,
+        "orphan_counts": found.orphan_counts,
+    }
+    return ToolOutput(structured, dump_json(structured))
+
+
 _NUMBER_01 = {"type": "number", "minimum": 0, "maximum": 1}
+
+
+def _rows(**properties: dict[str, Any]) -> dict[str, Any]:
+    """A list of entities of one analytics metric, each with these properties besides its name and type."""
+    return {
+        "type": "array",
+        "items": schemas.closed(
+            {
+                "type": "object",
+                "properties": {"entityName": {"type": "string"}, "entityType": {"type": "string"}, **properties},
+                "required": ["entityName", "entityType", *properties],
+            }
+        ),
+    }
+
 
 QUALITY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -212,5 +244,54 @@ QUALITY_TOOLS: tuple[ToolSpec, ...] = (
         annotations=WRITE,
         arguments=_SaveArgs,
         run=save_memory,
+    ),
+    ToolSpec(
+        name="get_analytics",
+        title="Get Analytics",
+        description=(
+            "Get four views of the memory's state, for one thread (threadId) or all: recent_changes (latest "
+            "updated first), top_important (by importance), most_connected (most relations, with the names they "
+            "connect to) and orphaned_entities (no relations, or a relation to a name that is not an entity). "
+            "Use it to review what a conversation saved and to find what needs relations or cleaning up."
+        ),
+        input_schema=schemas.input_schema(
+            {
+                "threadId": {"type": "string", "description": "Only entities saved in this thread"},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 100,
+                    "default": 10,
+                    "description": "How many entities each list holds at most",
+                },
+            },
+            [],
+        ),
+        output_schema=schemas.output_schema(
+            {
+                "recent_changes": _rows(
+                    lastModified={"type": ["string", "null"]},
+                    changeType={"type": "string", "enum": ["created", "updated"]},
+                ),
+                "top_important": _rows(importance={"type": "number"}, observationCount={"type": "integer"}),
+                "most_connected": _rows(
+                    relationCount={"type": "integer"}, connectedTo={"type": "array", "items": {"type": "string"}}
+                ),
+                "orphaned_entities": _rows(reason={"type": "string", "enum": ["no_relations", "broken_relation"]}),
+                "orphan_counts": schemas.closed(
+                    {
+                        "type": "object",
+                        "description": "How many entities have no relation, and how many names relations use "
+                        "without an entity, in all",
+                        "properties": {"noRelations": {"type": "integer"}, "danglingNames": {"type": "integer"}},
+                        "required": ["noRelations", "danglingNames"],
+                    }
+                ),
+            },
+            ["recent_changes", "top_important", "most_connected", "orphaned_entities", "orphan_counts"],
+        ),
+        annotations=READ,
+        arguments=_AnalyticsArgs,
+        run=get_analytics,
     ),
 )

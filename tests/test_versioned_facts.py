@@ -121,3 +121,24 @@ async def test_the_history_tool_and_supersedes_through_the_mcp_client(tmp_path: 
     # The official keys of the line hold the current facts as plain strings.
     line = json.loads((tmp_path / "memory.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert line["observations"] == ["Uses python-docx 1.2.0"]
+
+
+def test_merge_and_upsert_keep_the_target_ids_and_give_moved_facts_new_ones(graph):
+    from graphmem import maintenance
+
+    graph.create_entities([Entity("Scripts", "CodeArtifact", ("Uses lxml 6.0.2", "Runs nightly"))])
+    maintenance.merge_entities(graph, "Scripts", "Python Scripts")
+    maintenance.upsert_entities(graph, [Entity("Python Scripts", "x", ("Has tests",))])
+    records = records_of(_current(graph))
+    assert [(r.id, r.content) for r in records] == [
+        ("obs_1", "Uses python-docx 1.1.0"),
+        ("obs_2", "Uses lxml 6.0.2"),
+        ("obs_3", "Runs nightly"),
+        ("obs_4", "Has tests"),
+    ]
+
+
+def test_observations_imported_without_records_continue_the_ids(graph):
+    graph.add_observations([ObservationAddition("Python Scripts", ("Runs nightly",))])
+    graph.import_graph([Entity("Python Scripts", "CodeArtifact", ("Imported fact",))], [])
+    assert [r.id for r in records_of(_current(graph))] == ["obs_1", "obs_2", "obs_3", "obs_4"]

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from graphmem.errors import EntityNotFoundError, InvalidInputError, RelationNotFoundError
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, Relation
-from graphmem.timestamps import now_iso, touched
+from graphmem.observations import NewObservation, change_observations, new_records, with_records
+from graphmem.timestamps import new_metadata, now_iso, touched
 
 __all__ = [
     "Compacted",
@@ -190,24 +191,23 @@ def upsert_entities(graph: KnowledgeGraph, entities: Sequence[Entity]) -> list[U
     """
     graph.check_entities(entities)
     results: list[Upserted] = []
+    now = now_iso()
     with graph.store.write():
         resolved = graph.resolve_names([entity.name for entity in entities])
-        known: dict[str, set[str]] = {}
         for entity in entities:
             name = resolved.get(entity.name)
             contents = list(dict.fromkeys(entity.observations))
             if name is None:
-                graph.store.insert_entities([Entity(entity.name, entity.entity_type, tuple(contents))])
+                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now))
+                graph.store.insert_entities(
+                    [with_records(fresh, *new_records([NewObservation(content) for content in contents], now))]
+                )
                 resolved[entity.name] = entity.name
-                known[entity.name] = set(contents)
                 results.append(Upserted(entity.name, True, tuple(contents)))
                 continue
-            if name not in known:
-                known[name] = set(graph.store.observations_of(name) or ())
-            added = [content for content in contents if content not in known[name]]
-            known[name].update(added)
-            graph.store.append_observations(name, added)
-            results.append(Upserted(name, False, tuple(added)))
+            new = [NewObservation(content) for content in contents]
+            added = change_observations(graph.store, name, new, (), now, f"entities[{entity.name}]").added
+            results.append(Upserted(name, False, added))
     return results
 
 
@@ -231,16 +231,16 @@ def merge_entities(graph: KnowledgeGraph, source: str, target: str) -> Merged:
         if source_name == target_name:
             raise InvalidInputError("source", f"{source!r} and {target!r} are the same entity; nothing to merge.")
         from_entity, into = (graph.store.get_entities([name])[0] for name in (source_name, target_name))
-        have = set(into.observations)
-        added = [content for content in dict.fromkeys(from_entity.observations) if content not in have]
-        graph.store.append_observations(target_name, added)
+        moving = [NewObservation(content) for content in dict.fromkeys(from_entity.observations)]
+        added = change_observations(graph.store, target_name, moving, (), now_iso(), "source").added
+        into = graph.store.get_entities([target_name])[0]
         moved, dropped = _redirect(graph, source_name, target_name, drop_new_self_loops=True)
         # The source goes before the target takes its name as an alias, so no name means two entities.
         graph.store.delete_entities([source_name])
         aliases = [*into.aliases, source_name, *from_entity.aliases]
         kept_aliases = _alias_list([alias for alias in aliases if alias != target_name])
         extra = touched(into.extra, now_iso(), aliases=kept_aliases)
-        merged = Entity(target_name, into.entity_type, into.observations + tuple(added), extra)
+        merged = Entity(target_name, into.entity_type, into.observations, extra)
         graph.store.update_entity(target_name, merged)
     return Merged(source_name, target_name, len(from_entity.observations), len(added), moved, dropped, merged)
 

@@ -130,10 +130,18 @@ def records_of(entity: Entity) -> list[ObservationRecord]:
     """The records of the entity's current observations, in order."""
     extra = entity.extra or {}
     metas = extra.get(_META)
-    metas = metas if isinstance(metas, list) and len(metas) == len(entity.observations) else []
-    records = []
-    for index, content in enumerate(entity.observations):
-        records.append(_record(content, metas[index] if metas else None, f"obs_{index + 1}"))
+    # Observations appended without records (a bulk import) follow the recorded ones:
+    # their ids continue after the highest id the entity has used.
+    metas = metas if isinstance(metas, list) and len(metas) <= len(entity.observations) else []
+    records = [
+        _record(content, meta, f"obs_{index + 1}")
+        for index, (content, meta) in enumerate(zip(entity.observations, metas, strict=False))
+    ]
+    used = [*records, *history_of(entity)]
+    for content in entity.observations[len(records) :]:
+        record = ObservationRecord(next_id(used) if metas else f"obs_{len(records) + 1}", content)
+        records.append(record)
+        used.append(record)
     return records
 
 

@@ -142,3 +142,12 @@ def test_observations_imported_without_records_continue_the_ids(graph):
     graph.add_observations([ObservationAddition("Python Scripts", ("Runs nightly",))])
     graph.import_graph([Entity("Python Scripts", "CodeArtifact", ("Imported fact",))], [])
     assert [r.id for r in records_of(_current(graph))] == ["obs_1", "obs_2", "obs_3", "obs_4"]
+
+
+def test_an_imported_archived_fact_is_kept_in_history_and_not_shown(graph):
+    graph.import_graph([Entity("Old", "t", ("[S:Archived] Lived in Rome", "Lives in Oslo"))], [])
+    old = graph.open_nodes(["Old"]).entities[0]
+    assert old.observations == ("Lives in Oslo",)
+    assert [r.content for r in navigation.observation_history(graph, "Old", "obs_1")[1]] == [
+        "[S:Archived] Lived in Rome"
+    ]

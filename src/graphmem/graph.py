@@ -28,7 +28,7 @@ from graphmem.models import (
     OutlinePage,
     Relation,
 )
-from graphmem.observations import NewObservation, change_observations, new_records, with_records
+from graphmem.observations import NewObservation, change_observations, new_records, with_records, without_archived
 from graphmem.storage.base import Store, StoreCounts
 from graphmem.timestamps import new_metadata, now_iso
 
@@ -319,8 +319,11 @@ class KnowledgeGraph:
                     else:
                         by_name[entity.name] = entity
                 existing = self.store.existing_names(list(by_name))
+                # Archived facts are kept but not shown, from the moment they arrive.
                 fresh = [
-                    Entity(entity.name, entity.entity_type, tuple(_unique(entity.observations)), entity.extra)
+                    without_archived(
+                        Entity(entity.name, entity.entity_type, tuple(_unique(entity.observations)), entity.extra)
+                    )
                     for name, entity in by_name.items()
                     if name not in existing
                 ]

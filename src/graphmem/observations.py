@@ -36,6 +36,7 @@ __all__ = [
     "new_records",
     "records_of",
     "with_records",
+    "without_archived",
 ]
 
 _META = "observationMeta"
@@ -238,8 +239,10 @@ def change_observations(
     current = records_of(entity)
     history = history_of(entity)
     removing = set(remove)
-    kept = [record for record in current if record.content not in removing]
-    removed = len(current) - len(kept)
+    kept = [record for record in current if record.content not in removing and not is_archived(record.content)]
+    # An archived fact still among the current ones (a file written elsewhere) moves to the history.
+    history += [record for record in current if record.content not in removing and is_archived(record.content)]
+    removed = sum(record.content in removing for record in current)
     have = {record.content for record in kept}
     fresh: list[ObservationRecord] = []
     added: list[str] = []
@@ -270,7 +273,7 @@ def change_observations(
         have.add(item.content)
         added.append(item.content)
         (history if is_archived(item.content) else kept).append(record)
-    if not added and not removed:
+    if not added and len(kept) == len(current):
         return ObservationChange((), 0)
     kept_ids = {record.id for record in kept}
     gone = [record.content for record in current if record.id not in kept_ids]
@@ -282,3 +285,12 @@ def change_observations(
     changed = with_records(entity, kept, history)
     store.update_entity(name, Entity(name, entity.entity_type, changed.observations, touched(changed.extra, now)))
     return ObservationChange(tuple(added), removed)
+
+
+def without_archived(entity: Entity) -> Entity:
+    """The entity with any `[S:Archived]` observation moved from its current facts to its history."""
+    if not any(is_archived(content) for content in entity.observations):
+        return entity
+    current = records_of(entity)
+    history = history_of(entity) + [record for record in current if not record.current]
+    return with_records(entity, [record for record in current if record.current], history)

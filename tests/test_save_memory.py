@@ -187,3 +187,18 @@ async def test_the_spec_invalid_requests_fail_with_their_messages_and_save_nothi
     (error,) = result.structured_content["validation_errors"]
     assert "Entity 'Isolated Entity' must have at least 1 relation" in error["problem"]
     assert (await client.call_tool("read_graph", {})).structured_content["entities"] == []
+
+
+def test_broken_text_and_oversized_lists_are_problems_not_crashes(graph):
+    outcome = saving.save_memory(
+        graph,
+        [
+            _draft("A\ud800", ["B"]),
+            _draft("B", ["A\ud800"], tuple(f"Fact number {i}" for i in range(1001))),
+        ],
+        "t",
+    )
+    problems = [p.problem for p in outcome.problems]
+    assert any("unpaired surrogate" in problem for problem in problems)
+    assert any("1001 observations, over the limit of 1000" in problem for problem in problems)
+    assert graph.read_graph().entities == ()

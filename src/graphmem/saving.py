@@ -14,11 +14,12 @@ version) and spec 001's threadId, confidence and importance, kept in their extra
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from graphmem import validation
 from graphmem.graph import KnowledgeGraph
+from graphmem.limits import Limits
 from graphmem.models import Entity, Relation
 from graphmem.observations import NewObservation, change_observations, new_records, with_records
 from graphmem.timestamps import new_metadata, now_iso, touched
@@ -97,7 +98,7 @@ class SaveOutcome:
     observations_added: int = 0
     warnings: tuple[str, ...] = ()
     quality_score: float = 0.0
-    saved: tuple[str, ...] = field(default=())
+    saved: tuple[str, ...] = ()
     """The names saved under, in request order (an alias given becomes the entity's name)."""
 
     @property
@@ -129,7 +130,7 @@ def save_memory(graph: KnowledgeGraph, drafts: Sequence[EntityDraft], thread_id:
         in_request = {draft.name for draft in drafts}
         targets = [relation.target_entity for draft in drafts for relation in draft.relations]
         resolved = graph.resolve_names([*in_request, *targets])
-        problems = _check_shapes(drafts, thread_id) + [
+        problems = _check_shapes(drafts, thread_id, graph.limits) + [
             Problem(
                 draft.name,
                 f"Target entity '{relation.target_entity}' not found in this request or in memory",
@@ -143,24 +144,39 @@ def save_memory(graph: KnowledgeGraph, drafts: Sequence[EntityDraft], thread_id:
         ]
         if problems:
             return SaveOutcome(tuple(problems))
-        outcome = _write(graph, drafts, advice, resolved, thread_id)
+        written = _write(graph, drafts, advice, resolved, thread_id)
     scores = [entity_quality(draft, len(item.warnings)) for draft, item in zip(drafts, advice, strict=True)]
-    return SaveOutcome(
-        entities_created=outcome[0],
-        entities_updated=outcome[1],
-        relations_created=outcome[2],
-        observations_added=outcome[3],
-        warnings=tuple(warnings),
-        quality_score=round(sum(scores) / len(scores), 2),
-        saved=outcome[4],
-    )
+    return replace(written, warnings=tuple(warnings), quality_score=round(sum(scores) / len(scores), 2))
 
 
-def _check_shapes(drafts: Sequence[EntityDraft], thread_id: str) -> list[Problem]:
+def _check_shapes(drafts: Sequence[EntityDraft], thread_id: str, limits: Limits) -> list[Problem]:
     """Every problem with the request itself, before looking at memory."""
     problems: list[Problem] = []
-    if not thread_id.strip():
-        problems.append(Problem("", "threadId is empty.", "Give the conversation's or project's thread ID."))
+    if not thread_id.strip() or len(thread_id) > limits.max_name_length:
+        problems.append(
+            Problem("", f"threadId has {len(thread_id)} characters.", "Give the conversation's or project's thread ID.")
+        )
+    for draft in drafts:
+        texts = [draft.name, draft.entity_type, thread_id, *draft.observations]
+        texts += [text for relation in draft.relations for text in (relation.target_entity, relation.relation_type)]
+        if not all(validation.is_text(text) for text in texts):
+            problems.append(
+                Problem(
+                    draft.name,
+                    "A text contains an unpaired surrogate code point, which is not valid text.",
+                    "Remove the broken character and send it again.",
+                )
+            )
+        for items, what, most in (
+            (draft.observations, "observations", limits.max_observations_per_item),
+            (draft.relations, "relations", limits.max_batch_items),
+        ):
+            if len(items) > most:
+                problems.append(
+                    Problem(
+                        draft.name, f"{len(items)} {what}, over the limit of {most}.", "Split it into several calls."
+                    )
+                )
     seen: set[str] = set()
     for draft in drafts:
         name = draft.name
@@ -222,7 +238,7 @@ def _write(
     advice: Sequence[validation.TypeAdvice],
     resolved: dict[str, str],
     thread_id: str,
-) -> tuple[int, int, int, int, tuple[str, ...]]:
+) -> SaveOutcome:
     now = now_iso()
     created = updated = added_total = 0
     saved: list[str] = []
@@ -264,4 +280,10 @@ def _write(
     existing_keys = graph.store.existing_relations(list(relations))
     fresh = [relation for key, relation in relations.items() if key not in existing_keys]
     graph.store.insert_relations(fresh)
-    return created, updated, len(fresh), added_total, tuple(saved)
+    return SaveOutcome(
+        entities_created=created,
+        entities_updated=updated,
+        relations_created=len(fresh),
+        observations_added=added_total,
+        saved=tuple(saved),
+    )

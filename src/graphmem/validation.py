@@ -25,6 +25,7 @@ __all__ = [
     "TypeAdvice",
     "advise_entity_type",
     "count_sentences",
+    "is_text",
     "observation_problem",
 ]
 
@@ -60,6 +61,15 @@ def count_sentences(text: str) -> int:
     if _has_content(text[start:]):
         count += 1
     return count
+
+
+def is_text(value: str) -> bool:
+    """Whether `value` can be stored: no unpaired surrogate (a JSON escape like "\\ud800")."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_initial(word: str) -> bool:

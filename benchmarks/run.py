@@ -1,15 +1,19 @@
 """Side-by-side benchmark: graphmem against the official memory server, over real stdio.
 
-    python -m benchmarks.run                    # 1,000 and 10,000 entities
-    python -m benchmarks.run --sizes 40000 --repeats 20
+    ./scripts/bench                             # 1,000, 10,000 and 40,000 entities, and the chart
+    python -m benchmarks.run --sizes 1000000    # graphmem alone past 100,000 entities
     python -m benchmarks.run --no-official      # graphmem only
 
-For each size it generates a graph (3 relations per entity, 3 observations each),
-writes it as the official JSONL file, loads the same data into a graphmem SQLite
-memory, starts both servers as subprocesses and times each official tool with a
-raw JSON-RPC pipe client (no SDK in the measuring path), alternating between the
-servers. It prints median and p95 per operation and the ratio, and writes the
-figures as JSON to benchmarks/results/.
+For each size it generates a graph (3 relations per entity, 3 observations each) and
+writes it as the official JSONL file; graphmem imports that file with `graphmem
+import` (timed), then both servers start as subprocesses and a raw JSON-RPC pipe
+client (no SDK in the measuring path) times each official tool, and graphmem's
+search, traversal and save_memory, alternating between the servers in short
+batches. It prints median and p95 per operation and the ratio, the cold start
+(process start to the `initialize` answer, beside the time Python takes just to
+import the MCP SDK), each server's peak memory and the bytes on disk, writes the
+figures as JSON to benchmarks/results/ and draws latency against size
+(benchmarks/latency.png) when matplotlib is installed.
 """
 
 from __future__ import annotations
@@ -30,15 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
+from benchmarks.chart import draw_chart
 from graphmem.models import Entity, Relation
-from graphmem.storage import open_store
 from graphmem.storage.jsonl_format import encode_entity, encode_relation
 
 OFFICIAL_VERSION = "2026.8.31"
 OFFICIAL_CACHE = Path.home() / ".cache" / "graphmem-bench" / "official"
 RESULTS = Path(__file__).resolve().parent / "results"
+CHART = Path(__file__).resolve().parent / "latency.png"
 
 _WORDS = (
     "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
@@ -145,6 +148,13 @@ def official_command() -> list[str] | None:
 class Operation:
     name: str
     run: Callable[[PipeClient, int], Any]
+    official: bool = True
+    """Whether the official server has this tool too."""
+
+
+# Past this many entities the official server (which reads and rewrites its whole file on
+# every call) would take hours: graphmem runs alone.
+OFFICIAL_MAX_SIZE = 100_000
 
 
 def operations(size: int) -> list[Operation]:
@@ -190,6 +200,49 @@ def operations(size: int) -> list[Operation]:
             ),
         ),
         Operation("delete_entities (1)", lambda c, i: c.call("delete_entities", {"entityNames": [f"new-{i}"]})),
+        Operation(
+            "search_nodes (question)",
+            lambda c, i: c.call(
+                "search_nodes",
+                {"query": f"Which project did entity-{i * 37 % size} manage in berlin?", "limit": 10},
+            ),
+            official=False,
+        ),
+        Operation(
+            "read_graph (page of 20)",
+            lambda c, i: c.call("read_graph", {"offset": i * 97 % size, "limit": 20}),
+            official=False,
+        ),
+        Operation(
+            "get_neighbors (depth 2)",
+            lambda c, i: c.call("get_neighbors", {"name": f"entity-{i * 37 % size}", "depth": 2}),
+            official=False,
+        ),
+        Operation(
+            "find_path",
+            lambda c, i: c.call(
+                "find_path", {"from": f"entity-{i * 37 % size}", "to": f"entity-{(i * 37 + size // 2) % size}"}
+            ),
+            official=False,
+        ),
+        Operation(
+            "save_memory (1 entity)",
+            lambda c, i: c.call(
+                "save_memory",
+                {
+                    "entities": [
+                        {
+                            "name": f"saved-{i}",
+                            "entityType": "Person",
+                            "observations": ["Lives in Berlin", "Works on the release"],
+                            "relations": [{"targetEntity": f"entity-{i * 37 % size}", "relationType": "knows"}],
+                        }
+                    ],
+                    "threadId": "bench",
+                },
+            ),
+            official=False,
+        ),
     ]
 
 
@@ -198,47 +251,74 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
+def _peak_memory_mb(process: subprocess.Popen[bytes]) -> float | None:
+    """The process's peak resident memory so far (Linux), in MB."""
+    try:
+        status = Path(f"/proc/{process.pid}/status").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def sdk_import_seconds() -> float:
+    """How long a fresh Python takes to import the MCP SDK's server, the floor of graphmem's cold start."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import mcp.server.lowlevel"], check=True)
+    return time.perf_counter() - started
+
+
 def bench_size(size: int, repeats: int, official: list[str] | None, workdir: Path) -> dict[str, Any]:
     entities, relations = generate(size)
     jsonl = workdir / f"official-{size}.jsonl"
     with jsonl.open("w", encoding="utf-8") as out:
         out.write("\n".join([*(encode_entity(e) for e in entities), *(encode_relation(r) for r in relations)]))
+    del entities, relations
     db = workdir / f"graphmem-{size}.db"
+    base_env = {key: os.environ[key] for key in ("PATH", "HOME", "PYTHONPATH") if key in os.environ}
+    # The user's path: `graphmem import` of the official file.
     started = time.perf_counter()
-    store = open_store(Settings(memory_path=db))
-    KnowledgeGraph(store).import_graph(entities, relations)
-    store.close()
+    subprocess.run(
+        [sys.executable, "-m", "graphmem", "import", str(jsonl), "-f", str(db), "--no-progress"],
+        check=True,
+        env=base_env,
+        stdout=subprocess.DEVNULL,
+    )
     import_seconds = time.perf_counter() - started
 
-    base_env = {key: os.environ[key] for key in ("PATH", "HOME") if key in os.environ}
     servers = {"graphmem": PipeClient([sys.executable, "-m", "graphmem"], {**base_env, "MEMORY_FILE_PATH": str(db)})}
-    if official:
+    if official and size <= OFFICIAL_MAX_SIZE:
         servers["official"] = PipeClient(official, {**base_env, "MEMORY_FILE_PATH": str(jsonl)})
     timings: dict[str, dict[str, list[float]]] = {name: {} for name in servers}
     for operation in operations(size):
-        for client in servers.values():
+        runners = {name: client for name, client in servers.items() if name == "graphmem" or operation.official}
+        for client in runners.values():
             operation.run(client, 10_000)  # warm-up
         # Alternate between the servers in short batches: call by call, the official
         # server's garbage collection after each answer would land in graphmem's timing.
         for batch in range(0, repeats, 5):
-            for name, client in servers.items():
+            for name, client in runners.items():
                 for i in range(batch, min(batch + 5, repeats)):
                     started = time.perf_counter()
                     operation.run(client, i)
                     timings[name].setdefault(operation.name, []).append(time.perf_counter() - started)
     report: dict[str, Any] = {
         "size": size,
-        "relations": len(relations),
+        "relations": size * 3,
         "graphmem_import_seconds": import_seconds,
         "bytes_on_disk": {"graphmem": db.stat().st_size, "official": jsonl.stat().st_size},
         "cold_start_seconds": {name: client.cold_start for name, client in servers.items()},
+        "peak_memory_mb": {name: _peak_memory_mb(client.process) for name, client in servers.items()},
         "operations": {},
     }
     for operation in operations(size):
         row = {}
         for name in servers:
-            values = timings[name][operation.name]
-            row[name] = {"median_ms": statistics.median(values) * 1000, "p95_ms": _percentile(values, 0.95) * 1000}
+            values = timings[name].get(operation.name)
+            if values:
+                row[name] = {"median_ms": statistics.median(values) * 1000, "p95_ms": _percentile(values, 0.95) * 1000}
         report["operations"][operation.name] = row
     for client in servers.values():
         client.close()
@@ -248,11 +328,20 @@ def bench_size(size: int, repeats: int, official: list[str] | None, workdir: Pat
 def print_report(report: dict[str, Any]) -> None:
     print(f"\n{report['size']:,} entities, {report['relations']:,} relations")
     print(
-        f"  graphmem bulk import: {report['graphmem_import_seconds']:.2f} s; cold start: "
+        f"  graphmem import of the JSONL file: {report['graphmem_import_seconds']:.2f} s; cold start: "
         + ", ".join(f"{k} {v:.2f} s" for k, v in report["cold_start_seconds"].items())
+        + f" (importing the MCP SDK alone: {report['sdk_import_seconds']:.2f} s)"
+    )
+    print(
+        "  peak memory: "
+        + ", ".join(f"{k} {v:.0f} MB" for k, v in report["peak_memory_mb"].items() if v is not None)
+        + "; on disk: "
+        + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in report["bytes_on_disk"].items())
     )
     print(f"  {'operation':<26}{'graphmem median/p95 ms':>24}{'official median/p95 ms':>26}{'ratio':>9}")
     for name, row in report["operations"].items():
+        if "graphmem" not in row:
+            continue
         ours = row["graphmem"]
         line = f"  {name:<26}{ours['median_ms']:>12.2f} /{ours['p95_ms']:>8.2f}"
         if "official" in row:
@@ -264,7 +353,7 @@ def print_report(report: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 40_000])
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--no-official", action="store_true", help="time graphmem alone")
     args = parser.parse_args()
@@ -272,15 +361,22 @@ def main() -> None:
     if official is None and not args.no_official:
         print("node/npm not found: timing graphmem alone", file=sys.stderr)
     reports = []
+    sdk_seconds = sdk_import_seconds()
     with tempfile.TemporaryDirectory(prefix="graphmem-bench-") as folder:
         for size in args.sizes:
+            if official and size > OFFICIAL_MAX_SIZE:
+                print(
+                    f"{size:,} entities: past {OFFICIAL_MAX_SIZE:,} the official server runs for hours; graphmem alone"
+                )
             report = bench_size(size, args.repeats, official, Path(folder))
+            report["sdk_import_seconds"] = sdk_seconds
             print_report(report)
             reports.append(report)
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps(reports, indent=2), encoding="utf-8")
     print(f"\nfigures written to {out}")
+    print(draw_chart(reports, CHART))
 
 
 if __name__ == "__main__":

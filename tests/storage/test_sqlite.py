@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphmem.errors import SchemaVersionError
-from graphmem.models import Entity
+from graphmem.models import Entity, Relation
 from graphmem.search import word_search
 from graphmem.storage.sqlite import SCHEMA_VERSION, SQLiteStore, _split_sql
 from graphmem.storage.words import WordSearch
@@ -206,4 +206,67 @@ def test_many_observations_in_one_call_index_the_entity_once(tmp_path: Path):
         hits = store.search_entities(_plan("fact 999"))
     assert document.count("\n") == 999
     assert [hit.name for hit in hits] == ["A"]
+    store.close()
+
+
+def _index_state(store: SQLiteStore) -> dict[str, list[tuple[object, ...]]]:
+    """Everything the suspended triggers maintain, plus the triggers themselves."""
+    queries = {
+        "degrees": "SELECT name, degree FROM degrees ORDER BY name",
+        "entity_text": "SELECT rowid FROM entity_text WHERE entity_text MATCH '\"ent\"' ORDER BY rowid",
+        "observation_text": "SELECT rowid FROM observation_text WHERE observation_text MATCH '\"act\"' ORDER BY rowid",
+        "words": "SELECT rowid, name, observations FROM entity_words ORDER BY rowid",
+        "triggers": "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name",
+    }
+    with store.read():
+        return {key: store._conn.execute(sql).fetchall() for key, sql in queries.items()}
+
+
+def _fill(store: SQLiteStore, first: int, count: int) -> None:
+    store.insert_entities([Entity(f"entity {i}", "t", (f"fact {i}", f"act {i}")) for i in range(first, first + count)])
+    store.append_observations(f"entity {first}", ["another fact"])
+    store.insert_relations(
+        [Relation(f"entity {i}", f"entity {(i * 7) % (first + count)}", "knows") for i in range(first, first + count)]
+        + [Relation(f"entity {first}", f"entity {first}", "self")]
+    )
+
+
+def test_a_bulk_insert_leaves_every_index_as_row_by_row_inserts_do(tmp_path: Path):
+    plain, bulk = SQLiteStore(tmp_path / "plain.db"), SQLiteStore(tmp_path / "bulk.db")
+    for store in (plain, bulk):
+        with store.write():
+            _fill(store, 0, 30)
+    with plain.write():
+        _fill(plain, 30, 50)
+    with bulk.write(), bulk.bulk_insert():
+        _fill(bulk, 30, 50)
+    expected = _index_state(plain)
+    # "act" is in "fact" too: every observation of the 80 entities, and two "another fact".
+    assert expected["degrees"] and len(expected["observation_text"]) == 2 * 80 + 2
+    assert _index_state(bulk) == expected
+    for table in ("entity_text", "observation_text", "entity_words"):
+        bulk._conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
+    plain.close()
+    bulk.close()
+
+
+def test_a_failed_bulk_insert_changes_nothing_and_keeps_the_triggers(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        _fill(store, 0, 10)
+    before = _index_state(store)
+    with pytest.raises(ZeroDivisionError), store.write(), store.bulk_insert():
+        _fill(store, 10, 10)
+        1 / 0
+    assert _index_state(store) == before
+    with store.write():
+        _fill(store, 10, 5)
+    assert len(_index_state(store)["observation_text"]) == 2 * 15 + 2
+    store.close()
+
+
+def test_a_bulk_insert_needs_a_write_transaction(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with pytest.raises(RuntimeError, match="inside write"), store.bulk_insert():
+        pass
     store.close()

@@ -99,6 +99,11 @@ class Store(Protocol):
         """A consistent snapshot for several reads."""
         ...
 
+    def bulk_insert(self) -> AbstractContextManager[None]:
+        """Inside `write()`: many inserts follow and no deletes, so the store may bring
+        its indexes up to date once, at the end, instead of row by row."""
+        ...
+
     def existing_names(self, names: Sequence[str]) -> set[str]:
         """The subset of `names` that are entities in memory."""
         ...

@@ -35,7 +35,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -551,6 +551,10 @@ class JsonlStore:
 
     def read(self) -> AbstractContextManager[None]:
         return self._transaction(writing=False)
+
+    def bulk_insert(self) -> AbstractContextManager[None]:
+        # The file is written once per transaction already.
+        return nullcontext()
 
     def size_on_disk(self) -> int:
         try:

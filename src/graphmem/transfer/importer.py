@@ -357,7 +357,7 @@ def import_stream(
             line_no = data.count(b"\n", 0, exc.start) + 1
             raise InvalidInputError("FILE", f"Line {line_no}: not valid UTF-8; nothing was imported.") from None
     try:
-        with graph.store.write():
+        with graph.store.write(), graph.store.bulk_insert():
             before = graph.store.counts()
             loader = _Loader(graph, report, say)
             reader = _Reader(loader, skip_invalid=skip_invalid, warn=say, progress=progress)

@@ -249,6 +249,19 @@ def test_requests_read_from_a_file_on_stdin_are_all_answered(tmp_path):
     assert all("result" in answer for answer in answers)
 
 
+def test_a_server_started_with_nothing_on_stdin_ends_cleanly(tmp_path):
+    # /dev/null is what a service manager or a misconfigured client hands over.
+    done = subprocess.run(
+        [sys.executable, "-m", "graphmem"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=server_env(tmp_path / "memory.db"),
+        timeout=START_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == b""
+
+
 def test_a_client_that_stops_reading_stdout_ends_the_server_quietly(tmp_path):
     memory, log = tmp_path / "memory.db", tmp_path / "stderr.log"
     # Plain pipes: anyio's process streams cannot close the read end of stdout.

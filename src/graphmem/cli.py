@@ -163,8 +163,6 @@ def serve(
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format="graphmem %(levelname)s: %(message)s")
     # Imported here, not at the top: the MCP SDK takes over a second to import, and the
     # other commands (info, stats, import, export) do not need it.
-    import anyio
-
     from graphmem.server import build_server
     from graphmem.transports import run_stdio
 
@@ -172,7 +170,7 @@ def serve(
         server = build_server(settings)
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
-    anyio.run(run_stdio, server)
+    run_stdio(server)
 
 
 @cli.command(name="info")

@@ -89,7 +89,8 @@ _BULK_CATCH_UP = {
         "INSERT INTO entity_text (rowid, name_lc, type_lc) SELECT id, name_lc, type_lc FROM entities WHERE id > :entity"
     ),
     "observations_ai": (
-        "INSERT INTO observation_text (rowid, content_lc) SELECT id, content_lc FROM observations WHERE id > :observation"
+        "INSERT INTO observation_text (rowid, content_lc)"
+        " SELECT id, content_lc FROM observations WHERE id > :observation"
     ),
     "entity_words_entities_ai": (
         "INSERT OR IGNORE INTO entity_words_stale (entity_id) SELECT id FROM entities WHERE id > :entity"

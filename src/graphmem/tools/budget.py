@@ -19,6 +19,7 @@ from json.encoder import encode_basestring as _quote  # the C quoting json.dumps
 from typing import Any
 
 from graphmem.models import Entity, Graph, Relation
+from graphmem.tools.base import dump_json
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -60,7 +61,7 @@ def _text_size(wire: dict[str, Any]) -> int:
     # more spaces of indent, and a comma and newline separate it from the next.
     if wire and all(type(value) in _SCALARS for value in wire.values()):
         return _flat_size(wire)
-    text = json.dumps(wire, indent=2, ensure_ascii=False)
+    text = dump_json(wire)
     return len(text) + 4 * (text.count("\n") + 1) + 2
 
 

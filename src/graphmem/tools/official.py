@@ -16,6 +16,7 @@ from graphmem.limits import Limits
 from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
 from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
 from graphmem.tools.budget import (
+    CHARS_PER_TOKEN,
     SMALLEST_ENTITY,
     SMALLEST_OUTLINE,
     cut_note,
@@ -183,6 +184,10 @@ def _graph_output(wire: dict[str, Any]) -> ToolOutput:
     return ToolOutput(wire, dump_json(wire))
 
 
+def _fits(ctx: ToolContext, text: str) -> bool:
+    return ctx.response_budget <= 0 or len(text) <= ctx.response_budget * CHARS_PER_TOKEN
+
+
 def _bounded_graph_output(
     ctx: ToolContext,
     graph: Graph,
@@ -199,6 +204,15 @@ def _bounded_graph_output(
         requested: how many entities the call asked for, when the graph holds only the
             first of them (a read fetches no more than the budget could show).
     """
+    if requested is None or requested <= len(graph.entities):
+        # The usual answer is far below the budget: write it once and measure the text,
+        # rather than pricing every entity and relation first.
+        wire = graph.to_wire()
+        if extra:
+            wire.update(extra)
+        text = dump_json(wire)
+        if _fits(ctx, text):
+            return ToolOutput(wire, text)
     fitted = fit_graph(graph, ctx.response_budget)
     wire = fitted.graph.to_wire()
     if extra:
@@ -288,6 +302,11 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
         args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, load_at_most=cap
     )
     graph = page.graph
+    if len(graph.entities) == page.total_entities:
+        wire = graph.to_wire()
+        text = dump_json(wire)
+        if _fits(ctx, text):
+            return ToolOutput(wire, text)
     fitted = fit_graph(graph, ctx.response_budget)
     wire = fitted.graph.to_wire()
     kept = list(dict.fromkeys(entity.name for entity in fitted.graph.entities))

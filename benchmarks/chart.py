@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-# The operations drawn: a point read, a search, a write, and what every call costs.
-CHARTED = ("open_nodes (1)", "search_nodes (word)", "add_observations (1)", "ping")
+# The operations drawn: a point read, a search, a write, the whole-graph read, and what every call costs.
+CHARTED = ("open_nodes (1)", "search_nodes (word)", "add_observations (1)", "read_graph", "ping")
 
 
 def draw_chart(reports: list[dict[str, Any]], path: Path) -> str:
@@ -27,14 +27,15 @@ def draw_chart(reports: list[dict[str, Any]], path: Path) -> str:
         return "one size only: no chart"
     figure, axes = plt.subplots(1, len(CHARTED), figsize=(4 * len(CHARTED), 3.6), sharey=True)
     for axis, operation in zip(axes, CHARTED, strict=True):
-        for server, style in (("graphmem", "o-"), ("official", "s--")):
+        for server, style in (("graphmem", "o-"), ("graphmem-jsonl", "^:"), ("official", "s--")):
             points = [
                 (report["size"], report["operations"][operation][server]["median_ms"])
                 for report in reports
                 if server in report["operations"].get(operation, {})
             ]
             if points:
-                axis.plot(*zip(*points, strict=True), style, label=server)
+                label = "graphmem (JSONL file)" if server == "graphmem-jsonl" else server
+                axis.plot(*zip(*points, strict=True), style, label=label)
         axis.set_title(operation, fontsize=10)
         axis.set_xscale("log")
         axis.set_yscale("log")

@@ -13,8 +13,13 @@ traversal and save_memory, after a warm-up, alternating between the servers in s
 batches. Past 100,000 entities the official server (which reads and rewrites its whole
 file on every call) would take hours, so graphmem runs alone.
 
-It prints median and p95 per operation with the ratio, the cold start (process start to
-the `initialize` answer, median of several starts) beside where Python's start-up time
+graphmem runs twice up to that size: on SQLite after the import (what the README
+recommends), and serving the official JSONL file itself (the drop-in backend, whose
+writes rewrite the whole file as the official server's do). The ratio compares the
+official server with graphmem on SQLite.
+
+It prints median and p95 per operation, the cold start (process start to the
+`initialize` answer, median of several starts) beside where Python's start-up time
 goes, each server's peak memory and bytes on disk, then checks the figures against the
 targets of issue 6. The figures go as JSON to benchmarks/results/, and latency against
 size is drawn in benchmarks/latency.png when matplotlib is installed.
@@ -239,14 +244,21 @@ def bench_size(size: int, repeats: int, official: list[str] | None, workdir: Pat
     base_env = {key: os.environ[key] for key in ("PATH", "HOME", "PYTHONPATH") if key in os.environ}
     import_seconds, import_peak_mb = timed_import(jsonl, db, base_env, show_progress=size >= 100_000)
 
-    commands = {"graphmem": ([sys.executable, "-m", "graphmem"], {**base_env, "MEMORY_FILE_PATH": str(db)})}
+    graphmem = [sys.executable, "-m", "graphmem"]
+    commands = {"graphmem": (graphmem, {**base_env, "MEMORY_FILE_PATH": str(db)})}
+    if size <= OFFICIAL_MAX_SIZE:
+        # graphmem serving the official file itself (the drop-in JSONL backend): every
+        # write rewrites the whole file, as the official server's do.
+        drop_in = workdir / f"drop-in-{size}.jsonl"
+        shutil.copyfile(jsonl, drop_in)
+        commands["graphmem-jsonl"] = (graphmem, {**base_env, "MEMORY_FILE_PATH": str(drop_in)})
     if official and size <= OFFICIAL_MAX_SIZE:
         commands["official"] = (official, {**base_env, "MEMORY_FILE_PATH": str(jsonl)})
     cold_starts = {name: median_cold_start(command, env) for name, (command, env) in commands.items()}
     servers = {name: PipeClient(command, env) for name, (command, env) in commands.items()}
     timings: dict[str, dict[str, list[float]]] = {name: {} for name in servers}
     for operation in operations(size):
-        runners = {name: client for name, client in servers.items() if name == "graphmem" or operation.official}
+        runners = {name: client for name, client in servers.items() if name != "official" or operation.official}
         for client in runners.values():
             for warm_up in range(3):
                 operation.run(client, 10_000 + warm_up)
@@ -263,7 +275,7 @@ def bench_size(size: int, repeats: int, official: list[str] | None, workdir: Pat
         "relations": size * 3,
         "graphmem_import_seconds": import_seconds,
         "graphmem_import_peak_memory_mb": import_peak_mb,
-        "bytes_on_disk": {"graphmem": _bytes_on_disk(db), "official": jsonl.stat().st_size},
+        "bytes_on_disk": {"graphmem": _bytes_on_disk(db), "JSONL file": jsonl.stat().st_size},
         "cold_start_seconds": cold_starts,
         "peak_memory_mb": {name: client.peak_memory_mb() for name, client in servers.items()},
         "operations": {},
@@ -295,12 +307,17 @@ def print_report(report: dict[str, Any]) -> None:
         + "; on disk: "
         + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in report["bytes_on_disk"].items())
     )
-    print(f"  {'operation':<26}{'graphmem median/p95 ms':>24}{'official median/p95 ms':>26}{'ratio':>9}")
+    drop_in = any("graphmem-jsonl" in row for row in report["operations"].values())
+    header = f"  {'operation':<26}{'graphmem median/p95 ms':>24}"
+    header += f"{'jsonl backend':>15}" if drop_in else ""
+    print(header + f"{'official median/p95 ms':>26}{'ratio':>9}")
     for name, row in report["operations"].items():
         if "graphmem" not in row:
             continue
         ours = row["graphmem"]
         line = f"  {name:<26}{ours['median_ms']:>12.2f} /{ours['p95_ms']:>8.2f}"
+        if drop_in:
+            line += f"{row['graphmem-jsonl']['median_ms']:>15.2f}" if "graphmem-jsonl" in row else " " * 15
         if "official" in row:
             theirs = row["official"]
             ratio = theirs["median_ms"] / ours["median_ms"]

@@ -257,7 +257,7 @@ def test_a_failed_bulk_insert_changes_nothing_and_keeps_the_triggers(tmp_path: P
     before = _index_state(store)
     with pytest.raises(ZeroDivisionError), store.write(), store.bulk_insert():
         _fill(store, 10, 10)
-        1 / 0
+        1 / 0  # noqa: B018 - the failure under test
     assert _index_state(store) == before
     with store.write():
         _fill(store, 10, 5)

@@ -20,6 +20,7 @@ from typing import Any
 
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity, Relation
+from graphmem.storage import sqlite_ranking
 from graphmem.storage.base import (
     AnalyticsRows,
     EntitySummary,
@@ -28,6 +29,7 @@ from graphmem.storage.base import (
     map_backend_errors,
     map_driver_errors,
 )
+from graphmem.storage.sqlite_ranking import fts_phrase, term_query
 from graphmem.storage.words import SearchHit, Term, WordSearch, is_common
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -66,10 +68,6 @@ def _extra_json(extra: dict[str, Any] | None) -> str | None:
 
 def _extra(value: str | None) -> dict[str, Any] | None:
     return json.loads(value) if value else None
-
-
-def _fts_phrase(needle: str) -> str:
-    return '"' + needle.replace('"', '""') + '"'
 
 
 # A limited search stops counting official matches past this many: they come from a
@@ -151,7 +149,7 @@ def _fts_query(terms: Sequence[Term]) -> str | None:
     """The FTS5 query for a word search: any of the terms, each a word or a word prefix."""
     if not terms:
         return None
-    return " OR ".join(_fts_phrase(term.word) + ("*" if term.prefix else "") for term in terms)
+    return " OR ".join(map(term_query, terms))
 
 
 def _official_queries(search: WordSearch) -> list[tuple[str, dict[str, Any]]]:
@@ -163,7 +161,7 @@ def _official_queries(search: WordSearch) -> list[tuple[str, dict[str, Any]]]:
     join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
     queries: list[tuple[str, dict[str, Any]]] = []
     for needle in dict.fromkeys(search.needles):
-        params = {"needle": needle, "phrase": _fts_phrase(needle), "type": search.entity_type}
+        params = {"needle": needle, "phrase": fts_phrase(needle), "type": search.entity_type}
         if not needle:
             # Every text contains the empty string.
             queries.append(("SELECT e.id FROM entities AS e WHERE 1" + of_type, params))
@@ -218,6 +216,7 @@ class SQLiteStore:
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
         self._lock = threading.RLock()
+        self._term_counts = sqlite_ranking.TermCounts()
         self._depth = 0
         self._writing = False
         self._bulk = False
@@ -274,6 +273,9 @@ class SQLiteStore:
                 with map_backend_errors():
                     self._conn.execute("ROLLBACK")
                 raise
+            if self._writing:
+                # The word index may have changed: the terms' counts are recounted.
+                self._term_counts.forget()
             self._depth, self._writing = 0, False
             with map_backend_errors():
                 self._conn.execute("COMMIT")
@@ -456,7 +458,7 @@ class SQLiteStore:
 
     def find_text(self, needle: str) -> dict[str, FieldHits]:
         if len(needle) >= _TRIGRAM:
-            phrase = _fts_phrase(needle)
+            phrase = fts_phrase(needle)
             # The FTS match narrows the rows through the index; instr() keeps the answer
             # exact whatever the tokenizer does with the phrase.
             entity_rows = self._conn.execute(
@@ -499,9 +501,17 @@ class SQLiteStore:
 
     def search_entities(self, search: WordSearch) -> list[SearchHit]:
         if self._writing:
-            # A search inside a write transaction sees what the transaction wrote.
+            # A search inside a write transaction sees what the transaction wrote. FTS5
+            # writes its statistics only at commit, so it ranks alone, and nothing is remembered.
             self._refresh_word_index()
-        query = _fts_query(self._informative_terms(search.terms))
+            (rows,) = self._conn.execute("SELECT count(*) FROM entities").fetchone()
+            words = None
+        else:
+            rows, words = sqlite_ranking.index_size(self._conn, "entity_words")
+            (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+            self._term_counts.valid_for((version, rows))
+        terms, counts = self._informative_terms(search.terms, rows)
+        query = _fts_query(terms)
         end = None if search.limit is None else search.offset + search.limit
         official = self._official_ids(search, None if end is None else _MANY_OFFICIAL)
         ranked: list[tuple[int, bool, float]]
@@ -513,7 +523,14 @@ class SQLiteStore:
             ranked = [(i, True, scores.get(i, 0.0)) for i in sorted(official, key=lambda i: (-scores.get(i, 0.0), i))]
             wanted = search.max_word_matches if end is None else end - len(ranked)
             if query and wanted > 0:
-                ranked += [(i, False, score) for i, score in self._best_words(search, query, official, wanted)]
+                best = None
+                if words is not None:
+                    best = sqlite_ranking.best_matches(
+                        self._conn, terms, counts, rows, words, search.weights, wanted, official, search.entity_type
+                    )
+                if best is None:
+                    best = self._best_words(search, query, official, wanted)
+                ranked += [(i, False, score) for i, score in best]
         page = ranked[search.offset : end]
         names = dict(
             self._conn.execute(
@@ -523,21 +540,25 @@ class SQLiteStore:
         )
         return [SearchHit(names[i], is_official, score) for i, is_official, score in page]
 
-    def _informative_terms(self, terms: Sequence[Term]) -> Sequence[Term]:
-        """The terms without those found in half of the entities or more, unless all are."""
+    def _informative_terms(self, terms: Sequence[Term], rows: int) -> tuple[list[Term], list[int]]:
+        """The terms without those found in half of the rows or more (unless all are), and
+        how many rows each matches (counting stops at half: past that a term is common)."""
         if not terms:
-            return terms
-        (rows,) = self._conn.execute("SELECT count(*) FROM entities").fetchone()
-        informative = []
-        for term in terms:
-            # Counting stops at half the rows: past that a term is common, whatever its count.
-            (matches,) = self._conn.execute(
+            return [], []
+        counts = [self._count_term(term, (rows + 1) // 2) for term in terms]
+        informative = [index for index, count in enumerate(counts) if not is_common(count, rows)]
+        if not informative:
+            return list(terms), counts
+        return [terms[index] for index in informative], [counts[index] for index in informative]
+
+    def _count_term(self, term: Term, at_most: int) -> int:
+        if self._writing:
+            (found,) = self._conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM entity_words WHERE entity_words MATCH ? LIMIT ?)",
-                (_fts_query([term]), (rows + 1) // 2),
+                (term_query(term), at_most),
             ).fetchone()
-            if not is_common(matches, rows):
-                informative.append(term)
-        return informative or terms
+            return int(found)
+        return self._term_counts.count(self._conn, term, at_most)
 
     def _official_ids(self, search: WordSearch, cap: int | None) -> set[int] | None:
         """Ids of the entities containing a needle, or None when there are more than `cap`."""

@@ -29,8 +29,11 @@ __all__ = [
     "WordDocument",
     "WordSearch",
     "bm25",
+    "idf",
     "index_words",
     "is_common",
+    "score",
+    "score_bound",
     "stem",
     "tokenize",
 ]
@@ -347,22 +350,44 @@ def bm25(documents: Sequence[WordDocument], terms: Sequence[Term], weights: Sequ
                 hits[index] = frequency
         frequencies.append(hits)
     informative = [hits for hits in frequencies if not is_common(len(hits), rows)] or frequencies
-    idfs = []
-    for hits in informative:
-        # A term in half of the rows or more would get an IDF of 0 or less; FTS5 floors it.
-        idf = math.log((rows - len(hits) + 0.5) / (len(hits) + 0.5))
-        idfs.append(idf if idf > 0.0 else 1e-6)
-    scores: dict[int, float] = {}
-    for index in sorted({index for hits in informative for index in hits}):
-        # The operations of fts5Bm25Function in its order, so the floats are the same bits
-        # and ties break the same way on both backends.
-        length = float(documents[index].length)
-        score = 0.0
-        for idf, hits in zip(idfs, informative, strict=True):
-            frequency = hits.get(index, 0.0)
-            score += idf * ((frequency * (_K1 + 1.0)) / (frequency + _K1 * (1 - _B + _B * length / average)))
-        scores[index] = score
-    return scores
+    idfs = [idf(len(hits), rows) for hits in informative]
+    return {
+        index: score([hits.get(index, 0.0) for hits in informative], idfs, documents[index].length, average)
+        for index in sorted({index for hits in informative for index in hits})
+    }
+
+
+def idf(matches: int, rows: int) -> float:
+    """FTS5's inverse document frequency of a term found in `matches` of `rows` documents."""
+    value = math.log((rows - matches + 0.5) / (matches + 0.5))
+    # A term in half of the rows or more would get an IDF of 0 or less; FTS5 floors it.
+    return value if value > 0.0 else 1e-6
+
+
+def score(frequencies: Sequence[float], idfs: Sequence[float], length: int, average: float) -> float:
+    """A document's BM25 score (higher is better) from its weighted frequency of each term.
+
+    Args:
+        frequencies: the weighted number of occurrences of each term (`WordDocument.frequency`).
+        idfs: each term's `idf`, in the same order.
+        length: the number of index words in the document.
+        average: the mean number of index words per document.
+    """
+    # The operations of fts5Bm25Function in its order, so the floats are the same bits
+    # and ties break the same way on both backends.
+    total = 0.0
+    for term_idf, frequency in zip(idfs, frequencies, strict=True):
+        total += term_idf * ((frequency * (_K1 + 1.0)) / (frequency + _K1 * (1 - _B + _B * float(length) / average)))
+    return total
+
+
+def score_bound(term_idf: float) -> float:
+    """More than a term with this IDF can add to any document's score, however often it occurs.
+
+    The term's part of the score, idf * f * (k1 + 1) / (f + k1 * (...)), grows with its
+    frequency f towards idf * (k1 + 1) and never reaches it.
+    """
+    return term_idf * (_K1 + 1.0)
 
 
 def is_common(matches: int, rows: int) -> bool:

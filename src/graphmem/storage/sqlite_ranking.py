@@ -1,0 +1,182 @@
+"""Ranked word search over SQLite's FTS5 word index without scoring every match.
+
+FTS5 ranks `ORDER BY bm25() LIMIT k` by scoring every row its query matches, about
+0.7 µs a row: a question holding a word found in a third of the memory ("berlin")
+scores a third of the memory, 25 ms at 40,000 entities and most of a second at a
+million. Yet the best entities of a question are nearly always decided by its rarest
+word (a name, an id). This module finds the same answer from those (MaxScore):
+
+    terms, rarest first ─► the entities matching the rarest ones, scored in Python
+        (words.score: the floats of FTS5's bm25(), bit for bit)
+    ─► stop once the terms not looked at yet could not lift an entity that matches
+       only them above the k-th score found: each term adds less than
+       `words.score_bound(idf)` to any score, however often it occurs.
+
+The statistics BM25 needs come from the index itself: the number of rows and of words
+from FTS5's averages record, and each term's document count from FTS5, remembered in
+`TermCounts` while the index is unchanged (counting a word in half a million entities
+takes 20 ms). When the rarest terms alone match too many entities, `best_matches`
+answers None and the store lets FTS5 rank as before.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sqlite3
+from collections.abc import Collection, Sequence
+
+from graphmem.storage.words import Term, WordDocument, idf, score, score_bound, stem
+
+__all__ = ["MIN_MATCHES", "TermCounts", "best_matches", "fts_phrase", "index_size"]
+
+MIN_MATCHES = 2000
+"""Below this many matches (all terms together) FTS5 ranks them faster than pruning would."""
+
+# At most this many entities are scored in Python (~15 µs each: reading the document and
+# splitting it into words) before FTS5's ranking is cheaper.
+_MAX_SCORED = 256
+
+# The bound of the terms not yet looked at is a sum of floats, as each score is: a
+# relative margin keeps rounding from cutting an entity that ties the k-th score.
+_MARGIN = 1.0 + 1e-9
+
+# FTS5 keeps the table's row count and each column's total number of words in the
+# "averages" record: row 1 of its %_data table, SQLite varints one after the other.
+_AVERAGES_ROWID = 1
+
+
+def fts_phrase(text: str) -> str:
+    """`text` as one FTS5 phrase, quotes escaped."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def term_query(term: Term) -> str:
+    """The FTS5 query for one term: the word, or any word it starts."""
+    return fts_phrase(term.word) + ("*" if term.prefix else "")
+
+
+def index_size(conn: sqlite3.Connection, table: str) -> tuple[int, int]:
+    """The number of rows of an FTS5 table and of words in all of them, as bm25() reads them.
+
+    Only valid outside a write transaction: FTS5 writes the record at commit.
+    """
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = ?", (_AVERAGES_ROWID,)).fetchone()
+    values = _varints(row[0]) if row is not None else []
+    # A new table has no record, or an empty one until its first commit.
+    return (values[0], sum(values[1:])) if values else (0, 0)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's variable-length integers: 7 bits a byte, high bit set on all but the last
+    (a ninth byte gives all 8 bits)."""
+    values = []
+    position = 0
+    while position < len(blob):
+        value = 0
+        for length in range(1, 10):
+            byte = blob[position]
+            position += 1
+            if length == 9:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values
+
+
+class TermCounts:
+    """How many rows of the word index each term matches, remembered while the index is unchanged.
+
+    The store calls `forget` when its own write commits; a write by another connection
+    changes SQLite's `data_version`, which `valid_for` compares.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[Term, int], int] = {}
+        self._version: tuple[int, int] | None = None
+
+    def valid_for(self, version: tuple[int, int]) -> None:
+        """Start answering for the index as of `version`, forgetting counts of any other."""
+        if version != self._version:
+            self._counts.clear()
+            self._version = version
+
+    def forget(self) -> None:
+        """Forget every count: the index changed."""
+        self._counts.clear()
+        self._version = None
+
+    def count(self, conn: sqlite3.Connection, term: Term, at_most: int) -> int:
+        """The number of rows matching `term`, counting no further than `at_most`."""
+        known = self._counts.get((term, at_most))
+        if known is not None:
+            return known
+        (found,) = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM entity_words WHERE entity_words MATCH ? LIMIT ?)",
+            (term_query(term), at_most),
+        ).fetchone()
+        if self._version is not None:
+            self._counts[term, at_most] = found
+        return int(found)
+
+
+def best_matches(
+    conn: sqlite3.Connection,
+    terms: Sequence[Term],
+    counts: Sequence[int],
+    rows: int,
+    words: int,
+    weights: Sequence[float],
+    wanted: int,
+    exclude: Collection[int],
+    entity_type: str | None,
+) -> list[tuple[int, float]] | None:
+    """The best `wanted` entities matching any term outside `exclude`, with their scores.
+
+    Best first, equal scores in id order, as `ORDER BY bm25(), rowid LIMIT wanted` gives
+    them; or None when finding them here would cost more than letting FTS5 rank.
+
+    Args:
+        terms: the informative terms, in query order (the order of the score's sum).
+        counts: how many rows each term matches.
+        rows, words: the index's number of rows and of words in them.
+        weights: each column's weight.
+    """
+    if not terms or sum(counts) < MIN_MATCHES:
+        return None
+    idfs = [idf(count, rows) for count in counts]
+    bounds = [score_bound(term_idf) for term_idf in idfs]
+    stems = [stem(term.word) for term in terms]
+    average = words / rows
+    sql = "SELECT w.rowid, w.name, w.aliases, w.entity_type, w.observations FROM entity_words AS w"
+    if entity_type is not None:
+        sql += " JOIN entities AS e ON e.id = w.rowid AND e.entity_type = :type"
+    sql += " WHERE entity_words MATCH :query LIMIT :limit"
+    scored: dict[int, float] = {}
+    seen: set[int] = set()
+    unseen = sorted(range(len(terms)), key=lambda index: counts[index])
+    while unseen:
+        if len(scored) >= wanted:
+            kth = heapq.nlargest(wanted, scored.values())[-1]
+            if sum(bounds[index] for index in unseen) * _MARGIN < kth:
+                break  # an entity matching only the terms left scores below the k-th
+        index = unseen.pop(0)
+        if len(seen) + counts[index] > _MAX_SCORED:
+            return None
+        params = {"query": term_query(terms[index]), "limit": _MAX_SCORED + 1, "type": entity_type}
+        for rowid, name, aliases, entity_type_text, observations in conn.execute(sql, params):
+            if rowid in seen:
+                continue
+            seen.add(rowid)
+            if rowid in exclude:
+                continue
+            # The columns hold aliases and observations one a line, and a line break
+            # separates words as the end of a text does.
+            document = WordDocument(name, (aliases,), entity_type_text, (observations,))
+            frequencies = [
+                document.frequency(word, term.prefix, weights) for word, term in zip(stems, terms, strict=True)
+            ]
+            scored[rowid] = score(frequencies, idfs, document.length, average)
+    return sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:wanted]

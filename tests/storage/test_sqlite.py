@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity, Relation
 from graphmem.search import word_search
+from graphmem.storage.base import StoreCounts
 from graphmem.storage.sqlite import SCHEMA_VERSION, SQLiteStore, _split_sql
 from graphmem.storage.words import WordSearch
 
@@ -217,6 +218,9 @@ def _index_state(store: SQLiteStore) -> dict[str, list[tuple[object, ...]]]:
         "observation_text": "SELECT rowid FROM observation_text WHERE observation_text MATCH '\"act\"' ORDER BY rowid",
         "words": "SELECT rowid, name, observations FROM entity_words ORDER BY rowid",
         "triggers": "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name",
+        "row_counts": "SELECT name, count FROM row_counts ORDER BY name",
+        "entity_type_counts": "SELECT entity_type, count FROM entity_type_counts ORDER BY entity_type",
+        "relation_type_counts": "SELECT relation_type, count FROM relation_type_counts ORDER BY relation_type",
     }
     with store.read():
         return {key: store._conn.execute(sql).fetchall() for key, sql in queries.items()}
@@ -257,7 +261,7 @@ def test_a_failed_bulk_insert_changes_nothing_and_keeps_the_triggers(tmp_path: P
     before = _index_state(store)
     with pytest.raises(ZeroDivisionError), store.write(), store.bulk_insert():
         _fill(store, 10, 10)
-        1 / 0
+        raise ZeroDivisionError
     assert _index_state(store) == before
     with store.write():
         _fill(store, 10, 5)
@@ -269,4 +273,119 @@ def test_a_bulk_insert_needs_a_write_transaction(tmp_path: Path):
     store = SQLiteStore(tmp_path / "memory.db")
     with pytest.raises(RuntimeError, match="inside write"), store.bulk_insert():
         pass
+    store.close()
+
+
+# -- the counts the triggers keep (migration 0007) -------------------------------------------
+
+
+def _counted(store: SQLiteStore) -> tuple[object, ...]:
+    """What the store reports as counts, beside what counting every row gives."""
+    with store.read():
+        reported = (store.counts(), store.entity_type_counts(), store.relation_type_counts())
+        conn = store._conn
+        counted = (
+            StoreCounts(*(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in _COUNTED_TABLES)),
+            conn.execute(
+                "SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type ORDER BY n DESC, entity_type"
+            ).fetchall(),
+            conn.execute(
+                "SELECT relation_type, count(*) AS n FROM relations GROUP BY relation_type"
+                " ORDER BY n DESC, relation_type"
+            ).fetchall(),
+        )
+    return reported, counted
+
+
+_COUNTED_TABLES = ("entities", "relations", "observations")
+
+
+def test_counts_follow_every_kind_of_change(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        _fill(store, 0, 20)
+    with store.write(), store.bulk_insert():
+        _fill(store, 20, 20)
+    with store.write():
+        store.update_entity("entity 3", Entity("entity 3", "renamed type"))
+        store.delete_entities(["entity 4", "entity 5", "nobody"])
+        store.remove_observations("entity 6", ["fact 6"])
+        store.delete_relations([("entity 7", "entity 9", "knows")])
+    reported, counted = _counted(store)
+    assert reported == counted
+    assert reported[0].entities == 38 and reported[0].observations == 82 - 4 - 1
+    assert ("renamed type", 1) in reported[1]
+    with store.write():
+        store.delete_entities([f"entity {i}" for i in range(40)])
+    reported, counted = _counted(store)
+    assert reported == counted == (StoreCounts(0, 0, 0), [], [])
+    store.close()
+
+
+def test_a_page_reports_the_total_of_its_type(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        store.insert_entities([Entity(f"e{i}", "even" if i % 2 == 0 else "odd") for i in range(9)])
+    with store.read():
+        assert store.page_entities(None, 0, 2)[1] == 9
+        assert store.page_entities("even", 0, 2)[1] == 5
+        assert store.page_entities("none", 0, 2) == ([], 0)
+    store.close()
+
+
+def _version_6_database(path: Path) -> None:
+    """A memory written by graphmem before the counts were kept."""
+    conn = sqlite3.connect(path)
+    folder = resources.files("graphmem.storage") / "migrations" / "sqlite"
+    for number in range(1, 7):
+        (script,) = [item for item in folder.iterdir() if item.name.startswith(f"{number:04d}_")]
+        for statement in _split_sql(script.read_text("utf-8")):
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO entities (name, entity_type, name_lc, type_lc) VALUES"
+        " ('Bob', 'person', 'bob', 'person'), ('Ann', 'person', 'ann', 'person'),"
+        " ('Acme', 'company', 'acme', 'company')"
+    )
+    conn.execute("INSERT INTO observations (entity_id, content, content_lc) VALUES (1, 'Likes tea', 'likes tea')")
+    conn.execute(
+        "INSERT INTO relations (from_name, to_name, relation_type) VALUES"
+        " ('Bob', 'Acme', 'works_at'), ('Ann', 'Acme', 'works_at'), ('Bob', 'Ann', 'knows')"
+    )
+    conn.execute("PRAGMA user_version = 6")
+    conn.commit()
+    conn.close()
+
+
+def test_opening_an_older_memory_counts_what_it_holds(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    _version_6_database(path)
+    store = SQLiteStore(path)
+    with store.read():
+        assert store.counts() == StoreCounts(3, 3, 1)
+        assert store.entity_type_counts() == [("person", 2), ("company", 1)]
+        assert store.relation_type_counts() == [("works_at", 2), ("knows", 1)]
+    with store.write():
+        store.delete_entities(["Ann"])
+    with store.read():
+        assert store.counts() == StoreCounts(2, 1, 1)
+        assert store.relation_type_counts() == [("works_at", 1)]
+    store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_pages_are_the_same_slices_before_and_after_gaps_in_the_ids(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    names = [f"e{i}" for i in range(12)]
+    with store.write():
+        store.insert_entities([Entity(name, "t") for name in names])
+    for deleted in ([], ["e0"], ["e11"], ["e5", "e6"]):
+        with store.write():
+            store.delete_entities(deleted)
+        names = [name for name in names if name not in deleted]
+        with store.read():
+            for offset in (0, 1, 3, len(names) - 1, len(names), len(names) + 5):
+                page, total = store.page_entities(None, offset, 3)
+                assert [entity.name for entity in page] == names[offset : offset + 3]
+                assert total == len(names)
     store.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -389,3 +390,41 @@ def test_pages_are_the_same_slices_before_and_after_gaps_in_the_ids(tmp_path: Pa
                 assert [entity.name for entity in page] == names[offset : offset + 3]
                 assert total == len(names)
     store.close()
+
+
+# -- checkpoints off the request path ------------------------------------------------------
+
+
+def _in_the_database_file(path: Path) -> set[str]:
+    """Entity names in the database file itself, ignoring the write-ahead log."""
+    conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+    try:
+        return {name for (name,) in conn.execute("SELECT name FROM entities")}
+    except sqlite3.OperationalError:
+        return set()  # not even the schema has been copied yet
+    finally:
+        conn.close()
+
+
+def test_a_commit_leaves_the_log_to_a_background_checkpoint_that_copies_it_soon(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    store = SQLiteStore(path)
+    # The writer's own checkpoint only bounds the log; it no longer runs every 1,000 pages.
+    assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] > 1000
+    with store.write():
+        store.insert_entities([Entity("A", "t", ("x",))])
+    deadline = time.monotonic() + 5
+    while "A" not in _in_the_database_file(path):
+        assert time.monotonic() < deadline, "the background checkpoint never copied the commit"
+        time.sleep(0.02)
+    store.close()
+
+
+def test_closing_a_store_checkpoints_what_the_thread_had_not_copied(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    store = SQLiteStore(path)
+    with store.write():
+        store.insert_entities([Entity("A", "t")])
+    store.close()
+    assert _in_the_database_file(path) == {"A"}
+    assert not (tmp_path / "memory.db-wal").exists()

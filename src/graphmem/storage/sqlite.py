@@ -28,6 +28,7 @@ from graphmem.storage.base import (
     map_backend_errors,
     map_driver_errors,
 )
+from graphmem.storage.checkpoints import FALLBACK_PAGES, Checkpointer
 from graphmem.storage.words import SearchHit, Term, WordSearch, is_common
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -239,6 +240,10 @@ class SQLiteStore:
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
+        self._checkpointer: Checkpointer | None = None
+        if str(path) != ":memory:":
+            self._checkpointer = Checkpointer(str(path), BUSY_TIMEOUT_SECONDS)
+            self._conn.execute(f"PRAGMA wal_autocheckpoint={FALLBACK_PAGES}")
         self._lock = threading.RLock()
         self._depth = 0
         self._writing = False
@@ -296,9 +301,11 @@ class SQLiteStore:
                 with map_backend_errors():
                     self._conn.execute("ROLLBACK")
                 raise
-            self._depth, self._writing = 0, False
+            wrote, self._depth, self._writing = self._writing, 0, False
             with map_backend_errors():
                 self._conn.execute("COMMIT")
+            if wrote and self._checkpointer is not None:
+                self._checkpointer.request()
 
     def write(self) -> AbstractContextManager[None]:
         return self._transaction(_BEGIN_WRITE)
@@ -338,6 +345,8 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             self._conn.close()
 
     def size_on_disk(self) -> int:

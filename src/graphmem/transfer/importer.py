@@ -357,15 +357,17 @@ def import_stream(
             line_no = data.count(b"\n", 0, exc.start) + 1
             raise InvalidInputError("FILE", f"Line {line_no}: not valid UTF-8; nothing was imported.") from None
     try:
-        with graph.store.write(), graph.store.bulk_insert():
+        with graph.store.write():
             before = graph.store.counts()
-            loader = _Loader(graph, report, say)
-            reader = _Reader(loader, skip_invalid=skip_invalid, warn=say, progress=progress)
-            if text is not None:
-                reader.document(text)
-            else:
-                reader.lines(chain(head, _guarded(stream)))
-            loader.finish()
+            with graph.store.bulk_insert():
+                loader = _Loader(graph, report, say)
+                reader = _Reader(loader, skip_invalid=skip_invalid, warn=say, progress=progress)
+                if text is not None:
+                    reader.document(text)
+                else:
+                    reader.lines(chain(head, _guarded(stream)))
+                loader.finish()
+            # After the bulk insert: it brings the counts up to date as it ends.
             report.observations_added = graph.store.counts().observations - before.observations
     except StreamError as failed:
         raise failed.error from None

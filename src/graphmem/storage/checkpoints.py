@@ -15,9 +15,11 @@ from contextlib import suppress
 
 __all__ = ["FALLBACK_PAGES", "Checkpointer"]
 
-# The writer's own automatic checkpoint stays on at this many pages (160 MB), a bound on
-# the log should this thread ever fall behind a flood of writes.
-FALLBACK_PAGES = 40_000
+# The writer's own automatic checkpoint stays on at this many pages (16 MB). Under a
+# flood of writes the log cannot start over while this thread copies it (a write always
+# lands during the copy), so it grows; the writer's checkpoint then bounds it, and has
+# little left to copy, because this thread already copied nearly all of it.
+FALLBACK_PAGES = 4_000
 
 # A checkpoint waits this long after the write that asked for it, so a burst of writes
 # shares one checkpoint (and its fsync) instead of racing it for the disk call by call.

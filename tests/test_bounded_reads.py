@@ -180,3 +180,20 @@ async def test_a_budget_of_zero_never_cuts(settings):
         await _fill(client, _many(300), [])
         answer = (await _call(client, "read_graph", {})).structured_content
     assert len(answer["entities"]) == 300 and "truncated" not in answer
+
+
+async def test_a_read_that_fits_hundreds_of_entities_shows_each_with_every_relation_touching_it(settings):
+    # More entities fit than a plain read loads at first, so it has to read further.
+    entities = _many(600)
+    chain = [
+        {"from": f"entity {i:03}", "to": f"entity {(i * 7 + 1) % 600:03}", "relationType": "next"} for i in range(600)
+    ]
+    async with Client(build_server(dataclasses.replace(settings, response_budget=6000)), mode="legacy") as client:
+        await _fill(client, entities, chain)
+        answer = (await _call(client, "read_graph", {})).structured_content
+    shown = len(answer["entities"])
+    assert 64 < shown < 600
+    assert answer["entities"] == entities[:shown]
+    assert answer["truncated"] == {"omittedEntities": 600 - shown, "nextOffset": shown}
+    kept = {e["name"] for e in answer["entities"]}
+    assert answer["relations"] == [r for r in chain if r["from"] in kept or r["to"] in kept]

@@ -472,6 +472,15 @@ def test_progress_goes_to_stderr_and_never_into_the_exported_data(tmp_path):
     assert run("export", "-f", memory, "--no-progress").stderr == ""
 
 
+def test_an_import_with_progress_says_when_reading_is_done_and_indexing_begins(tmp_path):
+    shown = run("import", OFFICIAL, "-f", tmp_path / "shown.db", "--progress").stderr
+    assert shown.index("Importing") < shown.index("building the search indexes")
+    assert (
+        "building the search indexes"
+        not in run("import", OFFICIAL, "-f", tmp_path / "quiet.db", "--no-progress").stderr
+    )
+
+
 # -- info, stats, configuration -----------------------------------------------------------
 
 

@@ -233,6 +233,12 @@ def _progress_bar(
         yield bar.update
 
 
+def _say_indexing() -> None:
+    # The bar is full once the file is read, but building the search indexes and
+    # committing take as long again on a large file: say so, or it looks stuck.
+    click.echo("\nEvery record is read; building the search indexes and saving (no progress shown)...", err=True)
+
+
 def _warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
@@ -333,7 +339,14 @@ def import_(
     graph = _open_graph(settings)
     try:
         with closing, _progress_bar(progress, size, LARGE_FILE_BYTES, "Importing") as advance:
-            report = import_stream(graph, stream, skip_invalid=skip_invalid, warn=_warn, progress=advance)
+            report = import_stream(
+                graph,
+                stream,
+                skip_invalid=skip_invalid,
+                warn=_warn,
+                progress=advance,
+                indexing=None if advance is None else _say_indexing,
+            )
     except ImportFormatError as error:
         hint = "" if skip_invalid else " Fix the line, or pass --skip-invalid to skip unreadable lines."
         raise click.ClickException(f"{source}: {error} Nothing was imported.{hint}") from error

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity, Relation
 from graphmem.search import word_search
+from graphmem.storage.base import StoreCounts
 from graphmem.storage.sqlite import SCHEMA_VERSION, SQLiteStore, _split_sql
 from graphmem.storage.words import WordSearch
 
@@ -217,6 +219,9 @@ def _index_state(store: SQLiteStore) -> dict[str, list[tuple[object, ...]]]:
         "observation_text": "SELECT rowid FROM observation_text WHERE observation_text MATCH '\"act\"' ORDER BY rowid",
         "words": "SELECT rowid, name, observations FROM entity_words ORDER BY rowid",
         "triggers": "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name",
+        "row_counts": "SELECT name, count FROM row_counts ORDER BY name",
+        "entity_type_counts": "SELECT entity_type, count FROM entity_type_counts ORDER BY entity_type",
+        "relation_type_counts": "SELECT relation_type, count FROM relation_type_counts ORDER BY relation_type",
     }
     with store.read():
         return {key: store._conn.execute(sql).fetchall() for key, sql in queries.items()}
@@ -274,3 +279,156 @@ def test_a_bulk_insert_needs_a_write_transaction(tmp_path: Path):
     with pytest.raises(RuntimeError, match="inside write"), store.bulk_insert():
         pass
     store.close()
+
+
+# -- the counts the triggers keep (migration 0007) -------------------------------------------
+
+
+def _counted(store: SQLiteStore) -> tuple[object, ...]:
+    """What the store reports as counts, beside what counting every row gives."""
+    with store.read():
+        reported = (store.counts(), store.entity_type_counts(), store.relation_type_counts())
+        conn = store._conn
+        counted = (
+            StoreCounts(*(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in _COUNTED_TABLES)),
+            conn.execute(
+                "SELECT entity_type, count(*) AS n FROM entities GROUP BY entity_type ORDER BY n DESC, entity_type"
+            ).fetchall(),
+            conn.execute(
+                "SELECT relation_type, count(*) AS n FROM relations GROUP BY relation_type"
+                " ORDER BY n DESC, relation_type"
+            ).fetchall(),
+        )
+    return reported, counted
+
+
+_COUNTED_TABLES = ("entities", "relations", "observations")
+
+
+def test_counts_follow_every_kind_of_change(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        _fill(store, 0, 20)
+    with store.write(), store.bulk_insert():
+        _fill(store, 20, 20)
+    with store.write():
+        store.update_entity("entity 3", Entity("entity 3", "renamed type"))
+        store.delete_entities(["entity 4", "entity 5", "nobody"])
+        store.remove_observations("entity 6", ["fact 6"])
+        store.delete_relations([("entity 7", "entity 9", "knows")])
+    reported, counted = _counted(store)
+    assert reported == counted
+    assert reported[0].entities == 38 and reported[0].observations == 82 - 4 - 1
+    assert ("renamed type", 1) in reported[1]
+    with store.write():
+        store.delete_entities([f"entity {i}" for i in range(40)])
+    reported, counted = _counted(store)
+    assert reported == counted == (StoreCounts(0, 0, 0), [], [])
+    store.close()
+
+
+def test_a_page_reports_the_total_of_its_type(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        store.insert_entities([Entity(f"e{i}", "even" if i % 2 == 0 else "odd") for i in range(9)])
+    with store.read():
+        assert store.page_entities(None, 0, 2)[1] == 9
+        assert store.page_entities("even", 0, 2)[1] == 5
+        assert store.page_entities("none", 0, 2) == ([], 0)
+    store.close()
+
+
+def _version_6_database(path: Path) -> None:
+    """A memory written by graphmem before the counts were kept."""
+    conn = sqlite3.connect(path)
+    folder = resources.files("graphmem.storage") / "migrations" / "sqlite"
+    for number in range(1, 7):
+        (script,) = [item for item in folder.iterdir() if item.name.startswith(f"{number:04d}_")]
+        for statement in _split_sql(script.read_text("utf-8")):
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO entities (name, entity_type, name_lc, type_lc) VALUES"
+        " ('Bob', 'person', 'bob', 'person'), ('Ann', 'person', 'ann', 'person'),"
+        " ('Acme', 'company', 'acme', 'company')"
+    )
+    conn.execute("INSERT INTO observations (entity_id, content, content_lc) VALUES (1, 'Likes tea', 'likes tea')")
+    conn.execute(
+        "INSERT INTO relations (from_name, to_name, relation_type) VALUES"
+        " ('Bob', 'Acme', 'works_at'), ('Ann', 'Acme', 'works_at'), ('Bob', 'Ann', 'knows')"
+    )
+    conn.execute("PRAGMA user_version = 6")
+    conn.commit()
+    conn.close()
+
+
+def test_opening_an_older_memory_counts_what_it_holds(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    _version_6_database(path)
+    store = SQLiteStore(path)
+    with store.read():
+        assert store.counts() == StoreCounts(3, 3, 1)
+        assert store.entity_type_counts() == [("person", 2), ("company", 1)]
+        assert store.relation_type_counts() == [("works_at", 2), ("knows", 1)]
+    with store.write():
+        store.delete_entities(["Ann"])
+    with store.read():
+        assert store.counts() == StoreCounts(2, 1, 1)
+        assert store.relation_type_counts() == [("works_at", 1)]
+    store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_pages_are_the_same_slices_before_and_after_gaps_in_the_ids(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    names = [f"e{i}" for i in range(12)]
+    with store.write():
+        store.insert_entities([Entity(name, "t") for name in names])
+    for deleted in ([], ["e0"], ["e11"], ["e5", "e6"]):
+        with store.write():
+            store.delete_entities(deleted)
+        names = [name for name in names if name not in deleted]
+        with store.read():
+            for offset in (0, 1, 3, len(names) - 1, len(names), len(names) + 5):
+                page, total = store.page_entities(None, offset, 3)
+                assert [entity.name for entity in page] == names[offset : offset + 3]
+                assert total == len(names)
+    store.close()
+
+
+# -- checkpoints off the request path ------------------------------------------------------
+
+
+def _in_the_database_file(path: Path) -> set[str]:
+    """Entity names in the database file itself, ignoring the write-ahead log."""
+    conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+    try:
+        return {name for (name,) in conn.execute("SELECT name FROM entities")}
+    except sqlite3.OperationalError:
+        return set()  # not even the schema has been copied yet
+    finally:
+        conn.close()
+
+
+def test_a_commit_leaves_the_log_to_a_background_checkpoint_that_copies_it_soon(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    store = SQLiteStore(path)
+    # The writer's own checkpoint only bounds the log; it no longer runs every 1,000 pages.
+    assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] > 1000
+    with store.write():
+        store.insert_entities([Entity("A", "t", ("x",))])
+    deadline = time.monotonic() + 5
+    while "A" not in _in_the_database_file(path):
+        assert time.monotonic() < deadline, "the background checkpoint never copied the commit"
+        time.sleep(0.02)
+    store.close()
+
+
+def test_closing_a_store_checkpoints_what_the_thread_had_not_copied(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    store = SQLiteStore(path)
+    with store.write():
+        store.insert_entities([Entity("A", "t")])
+    store.close()
+    assert _in_the_database_file(path) == {"A"}
+    assert not (tmp_path / "memory.db-wal").exists()

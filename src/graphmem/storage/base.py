@@ -101,7 +101,7 @@ class Store(Protocol):
 
     def bulk_insert(self) -> AbstractContextManager[None]:
         """Inside `write()`: many inserts follow and no deletes, so the store may bring
-        its indexes up to date once, at the end, instead of row by row."""
+        its indexes (and `counts()`) up to date once, at the end, instead of row by row."""
         ...
 
     def existing_names(self, names: Sequence[str]) -> set[str]:

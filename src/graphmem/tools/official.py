@@ -13,7 +13,7 @@ from pydantic import Field
 
 from graphmem import schemas, search
 from graphmem.limits import Limits
-from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
+from graphmem.models import Entity, Graph, GraphPage, ObservationAddition, ObservationDeletion, Relation
 from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
 from graphmem.tools.budget import (
     CHARS_PER_TOKEN,
@@ -245,6 +245,26 @@ def _capped(limit: int | None, cap: int | None) -> int | None:
     return cap if limit is None else min(limit, cap)
 
 
+# The first read of a plain read_graph: about what a budget of a few thousand tokens shows.
+_FIRST_HEAD = 64
+
+
+def _head_that_fits(ctx: ToolContext, cap: int) -> GraphPage:
+    """The first entities of the graph, enough of them that the budget cuts the answer (or all).
+
+    `cap` entities of the smallest size would fill the budget, but real ones are larger:
+    a read of `cap` entities loads and measures several times what is shown. Reading a
+    few, then four times as many until the budget cuts inside them, gives the same
+    answer (an entity's cost counts every relation touching it, in any read).
+    """
+    limit = min(_FIRST_HEAD, cap)
+    while True:
+        page = ctx.graph.read_head(limit)
+        if limit >= cap or len(page.graph.entities) < limit or fit_graph(page.graph, ctx.response_budget).cut:
+            return page
+        limit = min(limit * 4, cap)
+
+
 def read_graph(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
     if args.mode != "full":
         return _read_outlines(ctx, args)
@@ -252,7 +272,7 @@ def read_graph(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
     cap = most_that_fit(ctx.response_budget, SMALLEST_ENTITY)
     if not args.paged:
         # The plain call answers exactly as the official server when it fits.
-        page = ctx.graph.read_page(None, 0, None) if cap is None else ctx.graph.read_head(cap)
+        page = ctx.graph.read_page(None, 0, None) if cap is None else _head_that_fits(ctx, cap)
         return _bounded_graph_output(ctx, page.graph, _READ_GRAPH_MORE, requested=page.total_entities)
     page = ctx.graph.read_page(args.entity_type, args.offset, _capped(args.limit, cap))
     return _bounded_graph_output(

@@ -1,0 +1,77 @@
+"""Checkpoints of a SQLite write-ahead log, run on a thread of their own instead of in a commit.
+
+By default SQLite copies the log into the database file inside the commit that takes it
+past 1,000 pages: that tool call pays 4 to 50 ms (the copy and an fsync of the database
+file) on top of its own write, once every few dozen writes. A commit is durable once the
+log is synced, so the copy can wait: this thread does it just after the writes, on a
+connection of its own, while the next calls run.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import suppress
+
+__all__ = ["FALLBACK_PAGES", "Checkpointer"]
+
+# The writer's own automatic checkpoint stays on at this many pages (16 MB). Under a
+# flood of writes the log cannot start over while this thread copies it (a write always
+# lands during the copy), so it grows; the writer's checkpoint then bounds it, and has
+# little left to copy, because this thread already copied nearly all of it.
+FALLBACK_PAGES = 4_000
+
+# A checkpoint waits this long after the write that asked for it, so a burst of writes
+# shares one checkpoint (and its fsync) instead of racing it for the disk call by call.
+_SETTLE_SECONDS = 0.2
+
+
+class Checkpointer:
+    """Copies the log of the database at `path` into the file after writes ask for it."""
+
+    def __init__(self, path: str, busy_timeout: float) -> None:
+        self._path = path
+        self._busy_timeout = busy_timeout
+        self._due = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def request(self) -> None:
+        """Ask for a checkpoint soon (after a write transaction committed)."""
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            if self._thread is None:
+                # Started at the first write: a store that only reads never runs a thread.
+                self._thread = threading.Thread(target=self._run, name="graphmem-checkpoints", daemon=True)
+                self._thread.start()
+        self._due.set()
+
+    def close(self) -> None:
+        """Stop the thread, after the checkpoint it is running, if any."""
+        with self._lock:
+            self._stopping.set()
+            self._due.set()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        # A checkpoint that fails (a full disk, a file gone) loses nothing: the commits are
+        # in the log, and the writer's fallback checkpoint or its close copies them.
+        with suppress(sqlite3.Error):
+            conn = sqlite3.connect(self._path, timeout=self._busy_timeout, isolation_level=None)
+            try:
+                conn.execute("PRAGMA synchronous=FULL")
+                while True:
+                    self._due.wait()
+                    if self._stopping.wait(_SETTLE_SECONDS):
+                        # Closing the store's own connection checkpoints what is left.
+                        return
+                    self._due.clear()
+                    # PASSIVE never waits for, nor blocks, a reader or the writer: what it
+                    # cannot copy now, the next request copies.
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            finally:
+                conn.close()

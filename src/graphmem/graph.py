@@ -10,7 +10,7 @@ Every public method is one store transaction, so a call is all-or-nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from graphmem import search, validation
@@ -32,9 +32,17 @@ from graphmem.observations import NewObservation, change_observations, new_recor
 from graphmem.storage.base import Store, StoreCounts
 from graphmem.timestamps import new_metadata, now_iso
 
-__all__ = ["CreatedEntities", "CreatedRelations", "KnowledgeGraph"]
+__all__ = ["CreatedEntities", "CreatedRelations", "KnowledgeGraph", "RankedNames"]
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RankedNames:
+    """A search's answer by name, best first (perhaps only its start), and its whole length."""
+
+    names: tuple[str, ...]
+    total: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,6 +475,27 @@ class KnowledgeGraph:
         and `limit`), so a caller that cannot show them all knows how many it left out
         without loading them.
         """
+        with self.store.read():  # one snapshot for the ranking and the entities
+            ranked = self.rank_search(
+                query, entity_type=entity_type, limit=limit, offset=offset, named_at_most=load_at_most
+            )
+            return GraphPage(self.load_ranked(ranked.names), offset, ranked.total)
+
+    def rank_search(
+        self,
+        query: str | Sequence[str],
+        *,
+        entity_type: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        named_at_most: int | None = None,
+    ) -> RankedNames:
+        """The names `search_nodes` answers with, best first, the first `named_at_most` of them,
+        and how many there are in all.
+
+        Raises:
+            InvalidInputError: an argument is out of range (nothing is searched).
+        """
         queries = [query] if isinstance(query, str) else list(query)
         if not queries:
             raise InvalidInputError("query", "is an empty list; give a query, or a list of at least one.")
@@ -484,9 +513,13 @@ class KnowledgeGraph:
             raise InvalidInputError("offset", f"is {offset}; give 0 or more.")
         plan = search.word_search(queries, entity_type=entity_type, limit=limit, offset=offset)
         with self.store.read():
-            # The store ranks and cuts, so only the entities answered are loaded.
-            ranked_names = [hit.name for hit in self.store.search_entities(plan)]
-            names = ranked_names if load_at_most is None else ranked_names[:load_at_most]
+            # The store ranks and cuts, so only the entities answered are named.
+            result = self.store.search_entities(replace(plan, named_at_most=named_at_most))
+        return RankedNames(tuple(hit.name for hit in result.hits), result.total)
+
+    def load_ranked(self, names: Sequence[str]) -> Graph:
+        """The named entities in the order given, and every relation touching them."""
+        with self.store.read():
             entities = self.store.get_entities(names)
             # A JSONL file may hold two entities under one name; the official search returns both.
             by_name: dict[str, list[Entity]] = {}
@@ -494,7 +527,7 @@ class KnowledgeGraph:
                 by_name.setdefault(entity.name, []).append(entity)
             ranked = tuple(entity for name in names for entity in by_name.get(name, ()))
             relations = self.store.relations_touching(names)
-        return GraphPage(Graph(ranked, tuple(relations)), offset, len(ranked_names))
+        return Graph(ranked, tuple(relations))
 
     def counts(self) -> StoreCounts:
         with self.store.read():

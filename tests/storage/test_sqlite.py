@@ -143,8 +143,8 @@ def test_opening_an_older_memory_indexes_every_entity_it_holds(tmp_path: Path):
     _version_1_database(path)
     store = SQLiteStore(path)
     with store.read():
-        assert [hit.name for hit in store.search_entities(_plan("who is moving to berlin?"))] == ["Bob"]
-        assert [hit.name for hit in store.search_entities(_plan("bobby"))] == ["Bob"]
+        assert [hit.name for hit in store.search_entities(_plan("who is moving to berlin?")).hits] == ["Bob"]
+        assert [hit.name for hit in store.search_entities(_plan("bobby")).hits] == ["Bob"]
     store.close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
@@ -195,7 +195,7 @@ def test_a_change_made_outside_graphmem_is_indexed_at_its_next_write(tmp_path: P
     with store.write():
         store.insert_entities([Entity("B", "t")])
     with store.read():
-        assert [hit.name for hit in store.search_entities(_plan("zebras?"))] == ["A"]
+        assert [hit.name for hit in store.search_entities(_plan("zebras?")).hits] == ["A"]
     store.close()
 
 
@@ -205,7 +205,7 @@ def test_many_observations_in_one_call_index_the_entity_once(tmp_path: Path):
         store.insert_entities([Entity("A", "t", tuple(f"fact {i}" for i in range(1000)))])
     with store.read():
         (document,) = store._conn.execute("SELECT observations FROM entity_words").fetchone()
-        hits = store.search_entities(_plan("fact 999"))
+        hits = store.search_entities(_plan("fact 999")).hits
     assert document.count("\n") == 999
     assert [hit.name for hit in hits] == ["A"]
     store.close()

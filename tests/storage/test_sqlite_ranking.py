@@ -62,7 +62,7 @@ def test_pruned_ranking_answers_exactly_what_fts5_ranking_answers(tmp_path: Path
         for least in (0, 10**12):  # always prune, never prune
             monkeypatch.setattr(sqlite_ranking, "MIN_MATCHES", least)
             with store.read():
-                answers.append(store.search_entities(plan))
+                answers.append(store.search_entities(plan).hits)
         assert answers[0] == answers[1], plan
     # A good share were answered by pruning, not by falling back to FTS5's ranking.
     assert sum(pruned) > len(pruned) / 4
@@ -94,7 +94,7 @@ def test_remembered_term_counts_follow_writes_of_this_store_and_of_another(tmp_p
 
     def names(query: str) -> list[str]:
         with store.read():
-            return [hit.name for hit in store.search_entities(word_search([query], limit=10))]
+            return [hit.name for hit in store.search_entities(word_search([query], limit=10)).hits]
 
     # "tea" is in 2 of 6 entities: it ranks.
     assert names("bob tea?") == ["Bob", "Alice"]

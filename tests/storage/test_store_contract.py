@@ -228,7 +228,7 @@ _WEIGHTS = (10.0, 8.0, 4.0, 1.0)
 def _search(store: Store, query: str | list[str], **options: object) -> list[SearchHit]:
     queries = [query] if isinstance(query, str) else query
     with store.read():
-        return store.search_entities(word_search(queries, **options))  # type: ignore[arg-type]
+        return store.search_entities(word_search(queries, **options)).hits  # type: ignore[arg-type]
 
 
 def _names(hits: list[SearchHit]) -> list[str]:
@@ -260,8 +260,49 @@ def test_an_unlimited_search_keeps_every_official_match_and_only_the_best_word_m
         store.insert_entities([Entity(f"gardener {i}", "person", ("grows green beans",)) for i in range(60)])
         store.insert_entities([Entity(f"other {i}", "person", ("plays chess",)) for i in range(200)])
     with store.read():
-        hits = store.search_entities(replace(word_search(["green tea"]), max_word_matches=7))
+        hits = store.search_entities(replace(word_search(["green tea"]), max_word_matches=7)).hits
     assert _names(hits) == [f"fan {i}" for i in range(60)] + [f"gardener {i}" for i in range(7)]
+
+
+@pytest.mark.parametrize(
+    ("limit", "offset", "named_at_most"),
+    [(None, 0, 5), (None, 0, 70), (None, 12, 5), (None, 75, 3), (None, 200, 5), (20, 0, 5), (20, 10, 50), (None, 0, 0)],
+)
+def test_a_search_names_only_the_start_of_its_answer_but_counts_all_of_it(
+    store: Store, limit: int | None, offset: int, named_at_most: int
+):
+    # 60 entities hold "green tea" (some twice, so the scores differ), 30 only "green",
+    # and "fan 7" none of the words but the whole query in its name.
+    with store.write():
+        store.insert_entities(
+            [Entity(f"fan {i}", "person", ("likes green tea",) * (1 + i % 3)) for i in range(60)]
+            + [Entity(f"gardener {i}", "person", ("grows green beans",)) for i in range(30)]
+            + [Entity("green tea fan", "person", ("quiet",))]
+        )
+    plan = replace(word_search(["green tea"]), limit=limit, offset=offset, max_word_matches=7)
+    with store.read():
+        whole = store.search_entities(plan)
+        start = store.search_entities(replace(plan, named_at_most=named_at_most))
+    assert whole.total == len(whole.hits) == len(_names(whole.hits))
+    assert start.total == whole.total
+    assert start.hits == whole.hits[:named_at_most]
+
+
+@pytest.mark.parametrize("named_at_most", [1, 3, 5, 12, 20])
+def test_a_search_named_in_part_ranks_scored_official_matches_before_unscored_ones(store: Store, named_at_most: int):
+    # "ree" is inside "street" (an official match no word index term starts) and starts "reed".
+    with store.write():
+        store.insert_entities(
+            [Entity(f"street {i}", "place", ("quiet",)) for i in range(10)]
+            + [Entity(f"reed {i}", "plant", ("tall",)) for i in range(3)]
+        )
+    plan = word_search(["ree"])
+    with store.read():
+        whole = store.search_entities(plan)
+        start = store.search_entities(replace(plan, named_at_most=named_at_most))
+    assert _names(whole.hits) == [f"reed {i}" for i in range(3)] + [f"street {i}" for i in range(10)]
+    assert start.total == 13
+    assert start.hits == whole.hits[:named_at_most]
 
 
 def test_limit_and_offset_page_through_one_order(store: Store):
@@ -407,7 +448,7 @@ def test_search_hits_carry_a_score_that_orders_them(store: Store):
             + [Entity(f"horse {i}", "t") for i in range(5)]
         )
     with store.read():
-        hits = store.search_entities(WordSearch((), (Term("zebra"),), _WEIGHTS))
+        hits = store.search_entities(WordSearch((), (Term("zebra"),), _WEIGHTS)).hits
     assert _names(hits) == ["Twice", "Rare"]
     assert hits[0].score > hits[1].score > 0
     assert not any(hit.official for hit in hits)
@@ -445,7 +486,7 @@ def test_both_backends_rank_any_memory_the_same(
             with store.write():
                 store.insert_entities(entities)
             with store.read():
-                answers.append(store.search_entities(plan))
+                answers.append(store.search_entities(plan).hits)
             store.close()
     assert answers[0] == answers[1]
     # And nothing the official substring search finds is ever missing without a limit.

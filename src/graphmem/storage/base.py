@@ -19,7 +19,7 @@ from typing import Protocol
 
 from graphmem.errors import StorageBusyError, StorageError
 from graphmem.models import Entity, Relation
-from graphmem.storage.words import SearchHit, WordSearch
+from graphmem.storage.words import SearchResult, WordSearch
 
 __all__ = [
     "AnalyticsRows",
@@ -163,13 +163,14 @@ class Store(Protocol):
 
     # -- ranked search (issue 3, part 1) ---------------------------------------------------
 
-    def search_entities(self, search: WordSearch) -> list[SearchHit]:
+    def search_entities(self, search: WordSearch) -> SearchResult:
         """One page of entities ranked as `WordSearch` describes, best first.
 
         The official matches come first and none is ever left out of an unlimited search;
         the word index (BM25 over names, aliases, types and observations) orders them and
         adds the entities that match only some words. A backend that can should order and
-        cut in its index, so a limited search never loads every matching entity.
+        cut in its index, so a limited search never loads every matching entity, and
+        name no more hits than `named_at_most` asks for.
         """
         ...
 

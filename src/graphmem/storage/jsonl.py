@@ -52,7 +52,7 @@ from graphmem.storage.jsonl_format import (
     encode_entity,
     encode_relation,
 )
-from graphmem.storage.words import SearchHit, WordDocument, WordSearch, bm25
+from graphmem.storage.words import SearchHit, SearchResult, WordDocument, WordSearch, bm25
 
 __all__ = ["JsonlStore"]
 
@@ -657,7 +657,7 @@ class JsonlStore:
 
     # -- ranked search (issue 3, part 1) ---------------------------------------------------
 
-    def search_entities(self, search: WordSearch) -> list[SearchHit]:
+    def search_entities(self, search: WordSearch) -> SearchResult:
         # The word index is every entity row, whatever the type filter, as in FTS5.
         rows: list[tuple[int, _HeadRow, Entity]] = []
         documents: list[WordDocument] = []
@@ -687,9 +687,11 @@ class JsonlStore:
         ordered = sorted(best.items(), key=lambda item: (not item[1][0], -item[1][1], item[1][2]))
         hits = [SearchHit(name, official, score) for name, (official, score, _) in ordered]
         if search.limit is not None:
-            return hits[search.offset : search.offset + search.limit]
-        official_count = sum(hit.official for hit in hits)
-        return hits[: official_count + search.max_word_matches][search.offset :]
+            page = hits[search.offset : search.offset + search.limit]
+        else:
+            official_count = sum(hit.official for hit in hits)
+            page = hits[: official_count + search.max_word_matches][search.offset :]
+        return SearchResult(page[: search.named_at_most], len(page))
 
     # -- end of ranked search --------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from graphmem.storage.base import (
 )
 from graphmem.storage.checkpoints import FALLBACK_PAGES, Checkpointer
 from graphmem.storage.sqlite_ranking import fts_phrase, term_query
-from graphmem.storage.words import SearchHit, Term, WordSearch, is_common
+from graphmem.storage.words import SearchHit, SearchResult, Term, WordSearch, is_common
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -549,7 +549,7 @@ class SQLiteStore:
 
     # -- ranked search (issue 3, part 1) ---------------------------------------------------
 
-    def search_entities(self, search: WordSearch) -> list[SearchHit]:
+    def search_entities(self, search: WordSearch) -> SearchResult:
         if self._writing:
             # A search inside a write transaction sees what the transaction wrote. FTS5
             # writes its statistics only at commit, so it ranks alone, and nothing is remembered.
@@ -564,14 +564,19 @@ class SQLiteStore:
         query = _fts_query(terms)
         end = None if search.limit is None else search.offset + search.limit
         official = self._official_ids(search, None if end is None else _MANY_OFFICIAL)
+        # The order is known to here; past it, only its length is (see named_at_most).
+        named_end = end if search.named_at_most is None else search.offset + search.named_at_most
+        if end is not None and named_end is not None:
+            named_end = min(end, named_end)
         ranked: list[tuple[int, bool, float]]
         if official is None:
             assert end is not None  # without a limit every official match is counted
             ranked = self._walk_best_words(search, query, end)
+            length = len(ranked)
         else:
-            scores = self._scores(search, query, official) if query and official else {}
-            ranked = [(i, True, scores.get(i, 0.0)) for i in sorted(official, key=lambda i: (-scores.get(i, 0.0), i))]
-            wanted = search.max_word_matches if end is None else end - len(ranked)
+            ranked = [(i, True, score) for i, score in self._rank_official(search, query, official, named_end)]
+            wanted = search.max_word_matches if end is None else end - len(official)
+            best: list[tuple[int, float]] | None = []
             if query and wanted > 0:
                 best = None
                 if words is not None:
@@ -580,15 +585,43 @@ class SQLiteStore:
                     )
                 if best is None:
                     best = self._best_words(search, query, official, wanted)
-                ranked += [(i, False, score) for i, score in best]
-        page = ranked[search.offset : end]
+            length = len(official) + len(best or ())
+            if len(ranked) == len(official):
+                ranked += [(i, False, score) for i, score in best or ()]
+        page = ranked[search.offset : named_end]
         names = dict(
             self._conn.execute(
                 "SELECT id, name FROM entities WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([i for i, _, _ in page]),),
             ).fetchall()
         )
-        return [SearchHit(names[i], is_official, score) for i, is_official, score in page]
+        hits = [SearchHit(names[i], is_official, score) for i, is_official, score in page]
+        total = max(0, (length if end is None else min(end, length)) - search.offset)
+        return SearchResult(hits, total)
+
+    def _rank_official(
+        self, search: WordSearch, query: str | None, official: set[int], upto: int | None
+    ) -> list[tuple[int, float]]:
+        """The official matches best first (by score, then creation), the first `upto` of them.
+
+        When only a few of many are wanted (a common word), SQLite ranks and cuts them,
+        so the thousands past the cut are neither sorted nor named in Python.
+        """
+        if upto is not None and upto < len(official) and query:
+            top = self._conn.execute(
+                "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?) AS score FROM entity_words"
+                " WHERE entity_words MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+                " ORDER BY score DESC, rowid LIMIT ?",
+                (*search.weights, query, json.dumps(sorted(official)), upto),
+            ).fetchall()
+            if len(top) == upto:
+                return top
+            # Every scored match is in `top`: the unscored ones follow in creation order.
+            seen = {entity_id for entity_id, _ in top}
+            return top + [(i, 0.0) for i in sorted(official - seen)[: upto - len(top)]]
+        scores = self._scores(search, query, official) if query and official else {}
+        ordered = sorted(official, key=lambda i: (-scores.get(i, 0.0), i))
+        return [(i, scores.get(i, 0.0)) for i in ordered[:upto]]
 
     def _informative_terms(self, terms: Sequence[Term], rows: int) -> tuple[list[Term], list[int]]:
         """The terms without those found in half of the rows or more (unless all are), and

@@ -75,6 +75,20 @@ class WordSearch:
     limit: int | None = None
     offset: int = 0
     max_word_matches: int = 50
+    named_at_most: int | None = None
+    """Only the first this many hits of the answer are wanted by name; the rest are only
+    counted. A caller that can show a few hundred entities of a common word's thousands
+    says so here, and the store ranks and names no more than that."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The hits of a ranked answer, best first, and how many entities the answer holds."""
+
+    hits: list[SearchHit]
+    total: int
+    """The answer's length (after `offset` and `limit`); more than `len(hits)` when
+    `named_at_most` left some unnamed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ __all__ = [
     "cut_note",
     "fit_items",
     "most_that_fit",
+    "next_read_size",
     "truncation_note",
 ]
 
@@ -162,6 +163,17 @@ def fit_graph(graph: Graph, budget_tokens: int) -> Fitted:
         return Fitted(graph, total, 0)
     relations = tuple(graph.relations[index] for index in sorted(kept_relations))
     return Fitted(Graph(graph.entities[:kept], relations), total, total - kept)
+
+
+def next_read_size(graph: Graph, read: int, budget_tokens: int) -> int:
+    """How many entities to read next, when the first `read` (all of `graph`) did not fill the budget.
+
+    Enough, at their average size, to fill it with a quarter to spare, and at least twice
+    as many: usually one more read reaches the cut, and a run of tiny entities still
+    grows quickly.
+    """
+    used = max(1, len(dump_json(graph.to_wire())))
+    return max(2 * read, int(read * budget_tokens * CHARS_PER_TOKEN * 1.25 / used) + 1)
 
 
 def fit_items(items: Sequence[dict[str, Any]], budget_tokens: int) -> int:

@@ -7,6 +7,7 @@ than its sibling.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field
@@ -23,6 +24,7 @@ from graphmem.tools.budget import (
     fit_graph,
     fit_items,
     most_that_fit,
+    next_read_size,
 )
 
 __all__ = ["OFFICIAL_TOOLS"]
@@ -254,15 +256,16 @@ def _head_that_fits(ctx: ToolContext, cap: int) -> GraphPage:
 
     `cap` entities of the smallest size would fill the budget, but real ones are larger:
     a read of `cap` entities loads and measures several times what is shown. Reading a
-    few, then four times as many until the budget cuts inside them, gives the same
-    answer (an entity's cost counts every relation touching it, in any read).
+    few, then as many as their size says will fill the budget, until the budget cuts
+    inside them, gives the same answer (an entity's cost counts every relation touching
+    it, in any read).
     """
     limit = min(_FIRST_HEAD, cap)
     while True:
         page = ctx.graph.read_head(limit)
         if limit >= cap or len(page.graph.entities) < limit or fit_graph(page.graph, ctx.response_budget).cut:
             return page
-        limit = min(limit * 4, cap)
+        limit = min(next_read_size(page.graph, limit, ctx.response_budget), cap)
 
 
 def read_graph(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
@@ -315,12 +318,31 @@ def _read_outlines(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
     return ToolOutput(wire, dump_json(wire), notes)
 
 
+def _ranked_that_fit(ctx: ToolContext, names: Sequence[str]) -> Graph:
+    """The ranked entities from the first, enough of them that the budget cuts the answer (or all).
+
+    As `_head_that_fits` does for read_graph: an entity costs the same in any prefix
+    (its own text and every relation touching it), so loading a few, then as many as
+    their size says will fill the budget, until it cuts inside them, gives the answer a
+    load of all would.
+    """
+    if ctx.response_budget <= 0:
+        return ctx.graph.load_ranked(names)
+    count = min(_FIRST_HEAD, len(names))
+    while True:
+        graph = ctx.graph.load_ranked(names[:count])
+        if count >= len(names) or fit_graph(graph, ctx.response_budget).cut:
+            return graph
+        count = min(next_read_size(graph, count, ctx.response_budget), len(names))
+
+
 def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
-    # Load no more entities than the budget could show, however many match.
+    # Rank and name no more entities than the budget could show, however many match.
     cap = most_that_fit(ctx.response_budget, SMALLEST_ENTITY)
-    page = ctx.graph.search_page(
-        args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, load_at_most=cap
+    ranked = ctx.graph.rank_search(
+        args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, named_at_most=cap
     )
+    page = GraphPage(_ranked_that_fit(ctx, ranked.names), args.offset, ranked.total)
     graph = page.graph
     if len(graph.entities) == page.total_entities:
         wire = graph.to_wire()

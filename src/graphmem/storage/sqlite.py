@@ -576,18 +576,17 @@ class SQLiteStore:
         else:
             ranked = [(i, True, score) for i, score in self._rank_official(search, query, official, named_end)]
             wanted = search.max_word_matches if end is None else end - len(official)
-            best: list[tuple[int, float]] | None = []
+            best: list[tuple[int, float]] = []
             if query and wanted > 0:
-                best = None
+                pruned = None
                 if words is not None:
-                    best = sqlite_ranking.best_matches(
+                    pruned = sqlite_ranking.best_matches(
                         self._conn, terms, counts, rows, words, search.weights, wanted, official, search.entity_type
                     )
-                if best is None:
-                    best = self._best_words(search, query, official, wanted)
-            length = len(official) + len(best or ())
+                best = pruned if pruned is not None else self._best_words(search, query, official, wanted)
+            length = len(official) + len(best)
             if len(ranked) == len(official):
-                ranked += [(i, False, score) for i, score in best or ()]
+                ranked += [(i, False, score) for i, score in best]
         page = ranked[search.offset : named_end]
         names = dict(
             self._conn.execute(

@@ -40,6 +40,7 @@ _MAX_SCORED = 256
 
 # Word sets: with more terms left than this, or once this many queries did not settle the
 # answer, FTS5 ranking everything is as cheap (each query also counts every term's rows).
+# Measured on benchmarks.search's question, 5 terms left: 9 ms ranking all, 15 to 21 ms by sets.
 _MAX_SET_TERMS = 4
 _MAX_SET_QUERIES = 6
 

@@ -47,11 +47,21 @@ def test_pruned_ranking_answers_exactly_what_fts5_ranking_answers(tmp_path: Path
         return found
 
     monkeypatch.setattr(sqlite_ranking, "best_matches", counting)
+    by_word_sets = []
+    best_by_word_sets = sqlite_ranking._best_by_word_sets
+
+    def counting_sets(*args: object, **options: object) -> object:
+        found = best_by_word_sets(*args, **options)  # type: ignore[arg-type]
+        by_word_sets.append(found is not None)
+        return found
+
+    monkeypatch.setattr(sqlite_ranking, "_best_by_word_sets", counting_sets)
     rng = random.Random(8)
-    for _ in range(150):
-        # Common words, and a rare one: an entity's number, or a tag some 25 entities share.
-        rare = rng.choice([str(rng.randrange(1500)), f"tag{rng.randrange(60)}"])
-        words = [*rng.sample(_VOCABULARY, rng.randint(1, 3)), rare]
+    for _ in range(300):
+        # Common words, and a rare one: an entity's number (fewer entities than most
+        # limits), or a tag some 25 entities share; or common words only.
+        rare = rng.choice([str(rng.randrange(1500)), f"tag{rng.randrange(60)}", None])
+        words = [*rng.sample(_VOCABULARY, rng.randint(1, 4)), *([rare] if rare else [])]
         plan = word_search(
             [" ".join(rng.sample(words, len(words)))],
             limit=rng.choice([None, 1, 5, 10, 10, 40]),
@@ -66,6 +76,8 @@ def test_pruned_ranking_answers_exactly_what_fts5_ranking_answers(tmp_path: Path
         assert answers[0] == answers[1], plan
     # A good share were answered by pruning, not by falling back to FTS5's ranking.
     assert sum(pruned) > len(pruned) / 4
+    # Many of those found their rare words' entities too few and let FTS5 score word sets.
+    assert sum(by_word_sets) > 20
     store.close()
 
 

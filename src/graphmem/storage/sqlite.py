@@ -554,7 +554,12 @@ class SQLiteStore:
             # A search inside a write transaction sees what the transaction wrote. FTS5
             # writes its statistics only at commit, so it ranks alone, and nothing is remembered.
             self._refresh_word_index()
-            (rows,) = self._conn.execute("SELECT count(*) FROM entities").fetchone()
+            # The index holds one row per entity: the triggers' count saves a scan, except
+            # inside bulk_insert, which suspends them.
+            if self._bulk:
+                (rows,) = self._conn.execute("SELECT count(*) FROM entities").fetchone()
+            else:
+                rows = self._entity_count(None)
             words = None
         else:
             rows, words = sqlite_ranking.index_size(self._conn, "entity_words")

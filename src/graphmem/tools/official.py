@@ -249,6 +249,7 @@ def _capped(limit: int | None, cap: int | None) -> int | None:
 
 # The first read of a plain read_graph: about what a budget of a few thousand tokens shows.
 _FIRST_HEAD = 64
+_SMALL_MEMORY = 256
 
 
 def _head_that_fits(ctx: ToolContext, cap: int) -> GraphPage:
@@ -260,7 +261,9 @@ def _head_that_fits(ctx: ToolContext, cap: int) -> GraphPage:
     inside them, gives the same answer (an entity's cost counts every relation touching
     it, in any read).
     """
-    limit = min(_FIRST_HEAD, cap)
+    # A small memory (the usual one) is read whole at once: two reads would cost more
+    # than reading a few more entities than the budget shows. The count is kept by the store.
+    limit = cap if ctx.graph.counts().entities <= _SMALL_MEMORY else min(_FIRST_HEAD, cap)
     while True:
         page = ctx.graph.read_head(limit)
         if limit >= cap or len(page.graph.entities) < limit or fit_graph(page.graph, ctx.response_budget).cut:

@@ -230,7 +230,8 @@ def build_server(
     async def set_logging_level(
         ctx: ServerRequestContext[AppState], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        # The SDK has already refused a level outside MCP's eight, with Invalid params.
+        # A level outside MCP's eight never gets here: the SDK checks a spec method's
+        # params against the protocol's schema first and answers Invalid params.
         state = ctx.lifespan_context
         state.log_levels[_connection_of(ctx.session)] = python_level(params.level)
         state.relay.listen_from(min(state.log_levels.values()))
@@ -418,7 +419,8 @@ async def _notify_updated(state: AppState) -> None:
             state.entity_texts[uri] = text
             changed.add(uri)
     for connection, uris in subscriptions:
-        for uri in sorted(uris & changed):
+        # The graph's notice first, as the official server sends it; then the entities'.
+        for uri in sorted(uris & changed, key=lambda uri: (uri != GRAPH_URI, uri)):
             # Never raises: a client that has gone just misses the notice, and the
             # caller's write still answers.
             await connection.send_resource_updated(uri)

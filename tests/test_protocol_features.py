@@ -343,8 +343,11 @@ async def test_tools_list_pages_follow_next_cursor_when_a_page_size_is_set(memor
                 if page.next_cursor is None:
                     break
                 cursor = page.next_cursor
-        # Calling a tool the client has not seen in its cached first page still works:
-        # the SDK pages on until it finds the tool's output schema.
+    async with Client(server, mode="legacy") as client:
+        first = await client.list_tools()
+        assert "compact" not in {tool.name for tool in first.tools}
+        # A tool past the pages the client has read still works: the SDK pages on to find
+        # its output schema.
         assert (await client.call_tool("compact", {})).is_error is False
     in_one = build_server(Settings(memory_path=memory, toolset="all"))
     async with Client(in_one, mode="legacy") as client:

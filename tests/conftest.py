@@ -12,6 +12,7 @@ from graphmem.config import Settings
 from graphmem.graph import KnowledgeGraph
 from graphmem.server import build_server
 from graphmem.storage import open_store
+from tests.helpers_clients import SLOW_TRANSPORTS, TRANSPORTS, Connect
 
 
 @pytest.fixture
@@ -37,3 +38,12 @@ async def client(settings: Settings) -> AsyncIterator[Client]:
     # official server use.
     async with Client(build_server(settings), mode="legacy") as connected:
         yield connected
+
+
+@pytest.fixture(
+    params=[pytest.param(name, marks=pytest.mark.slow) if name in SLOW_TRANSPORTS else name for name in TRANSPORTS]
+)
+def connect(request: pytest.FixtureRequest) -> Connect:
+    """Start a server over each transport in turn: `async with connect(memory, Serve(...)) as client`."""
+    transport: Connect = TRANSPORTS[request.param]
+    return transport

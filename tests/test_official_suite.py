@@ -565,9 +565,11 @@ async def test_resource_subscriptions_subscribe_and_unsubscribe_handlers_acknowl
 # What the running official server answers that its own tests do not check.
 
 
-async def test_resource_templates_list_is_empty_rather_than_an_unknown_method(client):
+async def test_resource_templates_list_answers_rather_than_an_unknown_method(client):
+    # The official server has no templates (and no templates/list); graphmem lists one, the
+    # entity resource, which adds to the official graph resource without changing it.
     result = await client.list_resource_templates()
-    assert result.resource_templates == []
+    assert [template.uri_template for template in result.resource_templates] == ["memory://entity/{name}"]
 
 
 async def test_every_write_notifies_subscribers_even_when_nothing_changed(settings):

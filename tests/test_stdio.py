@@ -24,6 +24,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from graphmem.server import GRAPH_URI
+from tests.helpers_clients import sdk_client_env
 from tests.helpers_stdio import (
     INITIALIZE,
     INITIALIZED,
@@ -50,6 +51,8 @@ OFFICIAL_TOOLS = [
     "open_nodes",
 ]
 OFFICIAL_CAPABILITIES = {"tools": {"listChanged": True}, "resources": {"listChanged": True, "subscribe": True}}
+# The official server's, unchanged, and the prompts and logging graphmem adds.
+CAPABILITIES = {**OFFICIAL_CAPABILITIES, "prompts": {"listChanged": False}, "logging": {}}
 
 
 @asynccontextmanager
@@ -66,10 +69,7 @@ async def stdio_client(
         elif on_notification is not None:
             await on_notification(message)
 
-    # The SDK passes the server only HOME, LOGNAME, PATH, SHELL, TERM and USER of our environment.
-    server = StdioServerParameters(
-        command=sys.executable, args=["-m", "graphmem"], env={"MEMORY_FILE_PATH": str(memory)}
-    )
+    server = StdioServerParameters(command=sys.executable, args=["-m", "graphmem"], env=sdk_client_env(memory))
     with anyio.fail_after(START_SECONDS):
         async with Client(server, mode="legacy", message_handler=on_message) as client:
             yield client
@@ -91,10 +91,10 @@ def relation(from_: str, to: str, relation_type: str) -> dict[str, str]:
 # -- through the SDK client ------------------------------------------------------------------
 
 
-async def test_the_sdk_client_connects_over_stdio_with_the_official_capabilities_and_pings(tmp_path):
+async def test_the_sdk_client_connects_over_stdio_with_the_official_capabilities_plus_prompts_and_logging(tmp_path):
     async with stdio_client(tmp_path / "memory.db") as client:
         capabilities = client.server_capabilities.model_dump(by_alias=True, exclude_none=True)
-        assert capabilities == OFFICIAL_CAPABILITIES
+        assert capabilities == CAPABILITIES
         assert client.server_info is not None
         assert client.server_info.name == "graphmem"
         with pytest.warns(MCPDeprecationWarning):
@@ -181,11 +181,11 @@ async def test_the_graph_resource_over_stdio_lists_reads_and_notifies_only_while
 # -- over raw pipes ------------------------------------------------------------------------------
 
 
-async def test_the_initialize_answer_announces_exactly_the_official_capabilities(tmp_path):
+async def test_the_initialize_answer_announces_the_official_capabilities_plus_prompts_and_logging(tmp_path):
     with anyio.fail_after(START_SECONDS):
         async with raw_server(tmp_path / "memory.db") as server:
             answer = await server.initialize()
-    assert answer["result"]["capabilities"] == OFFICIAL_CAPABILITIES
+    assert answer["result"]["capabilities"] == CAPABILITIES
     assert answer["result"]["protocolVersion"] == INITIALIZE["params"]["protocolVersion"]
 
 

@@ -1,4 +1,4 @@
-"""build_server(settings): the MCP server with the tools and the graph resource.
+"""build_server(settings): the MCP server with the tools, resources, prompts and logging.
 
 It uses the SDK's low-level `Server`, because the official tool listing has to be
 reproduced to the letter (schemas, titles, annotations) and because it is the lean
@@ -9,6 +9,7 @@ store lives in the lifespan; calls reach it on a worker thread, one at a time.
 from __future__ import annotations
 
 import logging
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -27,18 +28,20 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from graphmem._version import __version__
+from graphmem.client_log import LogRelay, python_level
 from graphmem.config import Settings
 from graphmem.errors import GraphmemError
 from graphmem.graph import KnowledgeGraph
+from graphmem.instructions import build_instructions
+from graphmem.prompts import PROMPTS, render_prompt
 from graphmem.storage import open_store
 from graphmem.tools import ALL_TOOLS, ToolContext, ToolOutput, ToolSpec, dump_json
+from graphmem.tools.resources import ENTITY_PREFIX, ENTITY_TEMPLATE, GRAPH_URI, entity_document, entity_name
 from graphmem.tools.toolsets import select_tools
 
 __all__ = ["GRAPH_URI", "AppState", "build_server", "initialization_options"]
 
 logger = logging.getLogger(__name__)
-
-GRAPH_URI = "memory://knowledge-graph"
 
 T = TypeVar("T")
 
@@ -53,6 +56,11 @@ class AppState:
     limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
     subscribers: weakref.WeakKeyDictionary[Connection, set[str]] = field(default_factory=weakref.WeakKeyDictionary)
     """The resource URIs each client connection subscribed to."""
+    entity_texts: dict[str, str | None] = field(default_factory=dict)
+    """The last text of each subscribed entity resource, to tell whether a write changed it."""
+    log_levels: weakref.WeakKeyDictionary[Connection, int] = field(default_factory=weakref.WeakKeyDictionary)
+    """The Python level from which each connection that sent logging/setLevel gets log messages."""
+    relay: LogRelay = field(default_factory=LogRelay)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking graph code on a worker thread, so the event loop keeps serving."""
@@ -91,65 +99,64 @@ def _tool_result(output: ToolOutput) -> types.CallToolResult:
     return types.CallToolResult(content=content, structured_content=output.structured, is_error=output.is_error)
 
 
-def build_server(settings: Settings, tools: tuple[ToolSpec, ...] | None = None) -> Server[AppState]:
+def build_server(
+    settings: Settings, tools: tuple[ToolSpec, ...] | None = None, *, tools_page_size: int | None = None
+) -> Server[AppState]:
     """The MCP server for one memory, ready for any transport.
 
     Args:
         settings: the memory and how to serve it.
         tools: the tools to list; by default those the settings' toolset (or tool list) chooses.
+        tools_page_size: list the tools in pages of this many (each page's `nextCursor`
+            leads to the next); by default all of them in one page, which every client reads.
 
     Raises:
         ConfigError: the settings name a toolset or tool that does not exist.
+        ValueError: `tools_page_size` is below 1.
     """
     if tools is None:
         tools = select_tools(ALL_TOOLS, settings.toolset, settings.tools)
+    if tools_page_size is not None and tools_page_size < 1:
+        raise ValueError(f"tools_page_size must be at least 1, not {tools_page_size}")
     specs = {spec.name: spec for spec in tools}
-    listing = types.ListToolsResult(tools=[spec.listing() for spec in tools])
+    listed = tuple(specs)
+    tool_pages = _pages([spec.listing() for spec in tools], tools_page_size)
 
     @asynccontextmanager
     async def lifespan(_: Server[AppState]) -> AsyncIterator[AppState]:
         store = await anyio.to_thread.run_sync(open_store, settings)
         try:
             graph = KnowledgeGraph(store, strict=settings.strict, limits=settings.limits)
-            yield AppState(ToolContext(graph, settings.response_budget))
+            state = AppState(ToolContext(graph, settings.response_budget))
+            state.relay.attach()
+            try:
+                yield state
+            finally:
+                state.relay.detach()
         finally:
             await anyio.to_thread.run_sync(store.close)
 
     async def list_tools(
         ctx: ServerRequestContext[AppState], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return listing
+        cursor = params.cursor if params is not None else None
+        page = tool_pages.get(cursor)
+        if page is None:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"Invalid cursor {cursor!r}: this server's tools/list never gave it; "
+                "call tools/list without a cursor to start again.",
+            )
+        return page
 
     async def call_tool(
         ctx: ServerRequestContext[AppState], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        spec = specs.get(params.name)
-        if spec is None:
-            # A tool result, not a JSON-RPC error, as the official server answers; its text
-            # starts with the official one.
-            return _tool_error(
-                f"MCP error -32602: Tool {params.name} not found. Call tools/list to see the tools there are."
-            )
-        try:
-            arguments = spec.arguments.model_validate(params.arguments or {})
-        except ValidationError as error:
-            return _tool_error(_format_validation_error(spec.name, error))
         state = ctx.lifespan_context
-        try:
-            output = await state.run(spec.run, state.tools, arguments)
-        except GraphmemError as error:
-            return _tool_error(str(error))
-        except Exception as error:
-            # The top-level handler: a bug must not take the connection down. The store
-            # rolled the transaction back, so the message can promise that.
-            logger.exception("tool %s failed", spec.name)
-            return _tool_error(
-                f"graphmem failed unexpectedly ({type(error).__name__}: {error}); nothing was changed. "
-                "Please report this."
-            )
-        if output.changed:
-            await _notify_graph_updated(state)
-        return _tool_result(output)
+        result = await _run_tool(state, specs.get(params.name), params)
+        if state.relay.has_pending():
+            await _send_logs(state)
+        return result
 
     async def list_resources(
         ctx: ServerRequestContext[AppState], params: types.PaginatedRequestParams | None
@@ -169,28 +176,31 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] | None = None) 
     async def list_resource_templates(
         ctx: ServerRequestContext[AppState], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        # graphmem has no templates, but the official server answers with an empty list
-        # rather than "Method not found", and clients that list both expect that.
-        return types.ListResourceTemplatesResult(resource_templates=[])
+        return types.ListResourceTemplatesResult(resource_templates=[_ENTITY_TEMPLATE])
 
     async def read_resource(
         ctx: ServerRequestContext[AppState], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        if str(params.uri) != GRAPH_URI:
-            raise MCPError(
-                types.INVALID_PARAMS,
-                f"Resource {params.uri} not found; call resources/list to see the resources.",
-            )
         state = ctx.lifespan_context
-        graph = await state.run(state.tools.graph.read_graph)
+        uri = str(params.uri)
+        try:
+            text = await _read_resource_text(state, uri)
+        finally:
+            # A JSONL memory another process rewrote is read again here, and may warn.
+            if state.relay.has_pending():
+                await _send_logs(state)
         return types.ReadResourceResult(
-            contents=[
-                types.TextResourceContents(uri=GRAPH_URI, mime_type="application/json", text=dump_json(graph.to_wire()))
-            ]
+            contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
         )
 
     async def subscribe(ctx: ServerRequestContext[AppState], params: types.SubscribeRequestParams) -> types.EmptyResult:
-        ctx.lifespan_context.subscribers.setdefault(_connection_of(ctx.session), set()).add(str(params.uri))
+        state = ctx.lifespan_context
+        uri = str(params.uri)
+        name = _entity_name(uri)
+        if name is not None and uri not in state.entity_texts:
+            # The entity as it is now, so that a later write can tell whether it changed it.
+            state.entity_texts[uri] = await _entity_text(state, name)
+        state.subscribers.setdefault(_connection_of(ctx.session), set()).add(uri)
         return types.EmptyResult()
 
     async def unsubscribe(
@@ -199,9 +209,38 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] | None = None) 
         ctx.lifespan_context.subscribers.get(_connection_of(ctx.session), set()).discard(str(params.uri))
         return types.EmptyResult()
 
-    server = Server(
+    async def list_prompts(
+        ctx: ServerRequestContext[AppState], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return _PROMPT_LISTING
+
+    async def get_prompt(
+        ctx: ServerRequestContext[AppState], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        try:
+            text = render_prompt(params.name, params.arguments, listed)
+        except GraphmemError as error:
+            # Not a tool call: a bad name or argument rejects the request itself.
+            raise MCPError(types.INVALID_PARAMS, str(error)) from None
+        return types.GetPromptResult(
+            description=PROMPTS[params.name].description,
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
+        )
+
+    async def set_logging_level(
+        ctx: ServerRequestContext[AppState], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        # A level outside MCP's eight never gets here: the SDK checks a spec method's
+        # params against the protocol's schema first and answers Invalid params.
+        state = ctx.lifespan_context
+        state.log_levels[_connection_of(ctx.session)] = python_level(params.level)
+        state.relay.listen_from(min(state.log_levels.values()))
+        return types.EmptyResult()
+
+    server = _Server(
         "graphmem",
         version=__version__,
+        instructions=build_instructions(listed),
         lifespan=lifespan,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -210,7 +249,13 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] | None = None) 
         on_read_resource=read_resource,
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
     )
+    # Registered here rather than as `on_set_logging_level`, which warns that the logging
+    # capability is deprecated from protocol 2026-07-28 on (SEP-2577): the clients in use
+    # today speak the handshake versions, where it is current.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_logging_level)
     # The SDK wraps every message in an OpenTelemetry span by default; with no exporter
     # installed it records nothing, yet it costs a sixth of a ping. The SDK documents
     # dropping it from this list as the way to opt out.
@@ -218,18 +263,187 @@ def build_server(settings: Settings, tools: tuple[ToolSpec, ...] | None = None) 
     return server
 
 
-async def _notify_graph_updated(state: AppState) -> None:
-    """Tell every session subscribed to the graph resource that it changed.
+_NOTIFICATIONS = NotificationOptions(tools_changed=True, resources_changed=True)
 
-    As the official server does, this goes out before the tool's own answer.
+
+class _Server(Server[AppState]):
+    """The SDK's server, announcing the official list-changed flags whoever starts it.
+
+    The SDK's in-memory client and its HTTP app call `create_initialization_options()`
+    with no notification options, which would announce `listChanged: false`; every
+    transport should say what stdio says.
     """
-    for connection, uris in list(state.subscribers.items()):
-        if GRAPH_URI in uris:
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or _NOTIFICATIONS, experimental_capabilities, extensions
+        )
+
+
+_ENTITY_TEMPLATE = types.ResourceTemplate(
+    uri_template=ENTITY_TEMPLATE,
+    name="entity",
+    title="Entity",
+    description=(
+        "One entity with its observations and every relation touching it. {name} is the entity's "
+        "name or one of its aliases, URL-encoded (an entity named 'a/b c' is memory://entity/a%2Fb%20c)."
+    ),
+    mime_type="application/json",
+)
+
+_PROMPT_LISTING = types.ListPromptsResult(
+    prompts=[
+        types.Prompt(
+            name=prompt.name,
+            title=prompt.title,
+            description=prompt.description,
+            arguments=[
+                types.PromptArgument(name=argument.name, description=argument.description, required=argument.required)
+                for argument in prompt.arguments
+            ]
+            or None,
+        )
+        for prompt in PROMPTS.values()
+    ]
+)
+
+
+def _pages(tools: list[types.Tool], size: int | None) -> dict[str | None, types.ListToolsResult]:
+    """The tools/list answers by cursor: None for the first page, then the cursor each page gives."""
+    if size is None or size >= len(tools):
+        return {None: types.ListToolsResult(tools=tools)}
+    pages: dict[str | None, types.ListToolsResult] = {}
+    for start in range(0, len(tools), size):
+        # A cursor is the offset of the page it leads to: the same for every connection
+        # and every run with the same tools, so a client may page across a reconnect.
+        end = start + size
+        pages[str(start) if start else None] = types.ListToolsResult(
+            tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None
+        )
+    return pages
+
+
+async def _run_tool(
+    state: AppState, spec: ToolSpec | None, params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    if spec is None:
+        # A tool result, not a JSON-RPC error, as the official server answers; its text
+        # starts with the official one.
+        return _tool_error(
+            f"MCP error -32602: Tool {params.name} not found. Call tools/list to see the tools there are."
+        )
+    try:
+        arguments = spec.arguments.model_validate(params.arguments or {})
+    except ValidationError as error:
+        return _tool_error(_format_validation_error(spec.name, error))
+    started = time.perf_counter()
+    try:
+        output = await state.run(spec.run, state.tools, arguments)
+    except GraphmemError as error:
+        return _tool_error(str(error))
+    except Exception as error:
+        # The top-level handler: a bug must not take the connection down. The store
+        # rolled the transaction back, so the message can promise that.
+        logger.exception("tool %s failed", spec.name)
+        return _tool_error(
+            f"graphmem failed unexpectedly ({type(error).__name__}: {error}); nothing was changed. Please report this."
+        )
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s answered in %.2f ms", spec.name, (time.perf_counter() - started) * 1000)
+    if output.changed:
+        await _notify_updated(state)
+    return _tool_result(output)
+
+
+def _entity_name(uri: str) -> str | None:
+    try:
+        return entity_name(uri)
+    except GraphmemError as error:
+        raise MCPError(types.INVALID_PARAMS, str(error)) from None
+
+
+async def _entity_text(state: AppState, name: str) -> str | None:
+    try:
+        return await state.run(entity_document, state.tools.graph, name)
+    except GraphmemError as error:
+        # A name over the length limit, say: no entity can have it.
+        raise MCPError(types.INVALID_PARAMS, str(error)) from None
+
+
+async def _read_resource_text(state: AppState, uri: str) -> str:
+    if uri == GRAPH_URI:
+        graph = await state.run(state.tools.graph.read_graph)
+        return dump_json(graph.to_wire())
+    name = _entity_name(uri)
+    if name is None:
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"Resource {uri} not found; call resources/list and resources/templates/list to see the resources.",
+        )
+    text = await _entity_text(state, name)
+    if text is None:
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"Entity with name {name} not found ({uri}). Names are exact and case-sensitive (an alias "
+            "works too); find them with search_nodes, or in the resource memory://knowledge-graph.",
+        )
+    return text
+
+
+async def _notify_updated(state: AppState) -> None:
+    """Tell every session subscribed to a resource that a write changed it.
+
+    As the official server does, this goes out before the tool's own answer. The graph
+    resource changes with every write; an entity's resource when its text changed,
+    which costs one read per subscribed entity and write, and nothing without one.
+    """
+    subscriptions = list(state.subscribers.items())
+    watched = {uri for _, uris in subscriptions for uri in uris if uri.startswith(ENTITY_PREFIX)}
+    for uri in [uri for uri in state.entity_texts if uri not in watched]:
+        del state.entity_texts[uri]
+    changed = {GRAPH_URI}
+    for uri in sorted(watched):
+        name = entity_name(uri)
+        if name is None:  # pragma: no cover - watched holds entity URIs only
+            continue
+        try:
+            text = await state.run(entity_document, state.tools.graph, name)
+        except GraphmemError:
+            continue  # subscribe() refused such a name; nothing to compare
+        if text != state.entity_texts.get(uri):
+            state.entity_texts[uri] = text
+            changed.add(uri)
+    for connection, uris in subscriptions:
+        # The graph's notice first, as the official server sends it; then the entities'.
+        for uri in sorted(uris & changed, key=lambda uri: (uri != GRAPH_URI, uri)):
             # Never raises: a client that has gone just misses the notice, and the
             # caller's write still answers.
-            await connection.send_resource_updated(GRAPH_URI)
+            await connection.send_resource_updated(uri)
+
+
+async def _send_logs(state: AppState) -> None:
+    """Send the log records collected so far to each connection whose level they reach."""
+    records = state.relay.drain()
+    for connection, level in list(state.log_levels.items()):
+        for record in records:
+            if record.levelno >= level:
+                # Connection.notify rather than the SDK's log helpers, which warn that logging
+                # is deprecated from protocol 2026-07-28 on; this client asked for it. Never
+                # raises: a client that has gone just misses the message.
+                await connection.notify(
+                    "notifications/message",
+                    {"level": record.level, "logger": record.logger, "data": record.message},
+                )
 
 
 def initialization_options(server: Server[AppState]) -> InitializationOptions:
-    """The capabilities the official server announces: tools and resources, list-changed, subscribe."""
-    return server.create_initialization_options(NotificationOptions(tools_changed=True, resources_changed=True))
+    """The official server's capabilities (tools and resources, list-changed, subscribe), prompts and logging.
+
+    The prompts never change while the server runs, so they announce no list-changed notices.
+    """
+    return server.create_initialization_options(_NOTIFICATIONS)

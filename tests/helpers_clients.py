@@ -1,0 +1,111 @@
+"""The MCP SDK's client on a graphmem server over each transport, for behaviour tests that run on all.
+
+A transport is a function that starts a server on a memory file with some serve
+options and yields the connected SDK `Client`: in process over the SDK's in-memory
+streams, or `python -m graphmem` over stdio. Adding a transport (HTTP, TCP) is one
+function here and one name in `TRANSPORTS`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from pydantic import TypeAdapter
+
+import graphmem
+from graphmem.config import Settings
+from graphmem.server import build_server
+from tests.helpers_stdio import START_SECONDS
+
+
+def sdk_client_env(memory: Path) -> dict[str, str]:
+    """What the SDK's stdio client must pass a server on `memory` beyond its own few variables.
+
+    The SDK hands the server only HOME, LOGNAME, PATH, SHELL, TERM and USER of our
+    environment. PYTHONPATH makes the server import the graphmem under test, not
+    whichever one the interpreter has installed (another checkout, in a worktree).
+    """
+    return {"MEMORY_FILE_PATH": str(memory), "PYTHONPATH": str(Path(graphmem.__file__).resolve().parents[1])}
+
+
+@dataclass(frozen=True)
+class Serve:
+    """How to start the server: the `graphmem serve` options a test needs."""
+
+    toolset: str | None = None
+    tools: str | None = None
+    log_level: str = "warning"
+    """The server's own log level (`--log-level`), which bounds what a client can get."""
+
+
+Connect = Callable[..., AbstractAsyncContextManager[Client]]
+"""`connect(memory, serve=Serve(), **client_options)`: the connected client, as a context manager."""
+
+
+@asynccontextmanager
+async def _in_memory(memory: Path, serve: Serve = Serve(), **client_options: Any) -> AsyncIterator[Client]:
+    settings = Settings.from_env({}, memory_file=str(memory), toolset=serve.toolset, tools=serve.tools)
+    # In process the server shares our logging: the graphmem logger gets the level the
+    # process would get from --log-level, for as long as the client is connected.
+    graphmem_logger = logging.getLogger("graphmem")
+    previous = graphmem_logger.level
+    graphmem_logger.setLevel(serve.log_level.upper())
+    try:
+        async with Client(build_server(settings), mode="legacy", **client_options) as client:
+            yield client
+    finally:
+        graphmem_logger.setLevel(previous)
+
+
+@asynccontextmanager
+async def _stdio(memory: Path, serve: Serve = Serve(), **client_options: Any) -> AsyncIterator[Client]:
+    args = ["-m", "graphmem", "serve", "--log-level", serve.log_level]
+    if serve.toolset is not None:
+        args += ["--toolset", serve.toolset]
+    if serve.tools is not None:
+        args += ["--tools", serve.tools]
+    faults: list[Exception] = []
+    user_handler = client_options.pop("message_handler", None)
+
+    async def on_message(message: Any) -> None:
+        # The SDK hands a stdout line it cannot parse to the message handler as an exception.
+        if isinstance(message, Exception):
+            faults.append(message)
+        elif user_handler is not None:
+            await user_handler(message)
+
+    server = StdioServerParameters(command=sys.executable, args=args, env=sdk_client_env(memory))
+    with anyio.fail_after(START_SECONDS):
+        async with Client(server, mode="legacy", message_handler=on_message, **client_options) as client:
+            yield client
+    assert faults == [], "the server wrote a line on stdout that is not JSON-RPC"
+
+
+TRANSPORTS: dict[str, Connect] = {"memory": _in_memory, "stdio": _stdio}
+"""Every transport the behaviour tests run over, by the name the test ids show."""
+
+SLOW_TRANSPORTS = {"stdio"}
+"""Transports that start a process (marked `slow`)."""
+
+
+_ANY_RESULT = TypeAdapter(dict[str, Any])
+
+
+async def raw_request(client: Client, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Send a request with exactly these params, past the client's own checks; its result as a dict.
+
+    Raises:
+        MCPError: the server answered with an error.
+    """
+    request = types.Request[dict[str, Any] | None, str](method=method, params=params)
+    return await client.session.send_request(request, _ANY_RESULT)

@@ -1,0 +1,41 @@
+"""The server instructions name only the tools the server lists, and stay short."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from graphmem.instructions import build_instructions
+from graphmem.tools import ALL_TOOLS
+from graphmem.tools.toolsets import TOOLSETS, select_tools
+
+EVERY_TOOL = {spec.name for spec in ALL_TOOLS}
+
+
+def _named_tools(text: str) -> set[str]:
+    return {word for word in re.findall(r"[a-z_]+", text) if word in EVERY_TOOL}
+
+
+@pytest.mark.parametrize("toolset", list(TOOLSETS))
+def test_instructions_name_only_listed_tools_and_fit_in_a_short_read(toolset):
+    listed = [spec.name for spec in select_tools(ALL_TOOLS, toolset)]
+    text = build_instructions(listed)
+    assert _named_tools(text) <= set(listed)
+    assert len(text) < 1500
+
+
+def test_instructions_for_a_server_with_save_memory_advise_it_instead_of_the_official_writes():
+    text = build_instructions(["search_nodes", "save_memory", "create_entities", "add_observations"])
+    assert "save_memory" in text and "one fact per observation" in text
+    assert "create_entities" not in text
+
+
+def test_instructions_without_the_official_writes_advise_create_entities_and_create_relations():
+    text = build_instructions(["create_entities", "create_relations", "add_observations"])
+    assert "create_entities" in text and "create_relations" in text and "supersedes" in text
+
+
+def test_instructions_for_a_server_with_none_of_the_advised_tools_only_say_what_the_memory_is():
+    text = build_instructions(["graph_stats"])
+    assert "\n" not in text and "knowledge graph" in text

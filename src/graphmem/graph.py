@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from graphmem import search, validation
 from graphmem.errors import DanglingRelationError, EntityNotFoundError, InvalidInputError
@@ -378,6 +378,11 @@ class KnowledgeGraph:
                 if relation.from_ in names and relation.to in names
             ]
         return GraphPage(Graph(tuple(entities), tuple(relations)), offset, total)
+
+    def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
+        """The whole graph in the official wire form, or None when it holds more than `at_most` entities."""
+        with self.store.read():
+            return self.store.official_graph(at_most)
 
     def read_head(self, limit: int) -> GraphPage:
         """The first `limit` entities and every relation touching them.

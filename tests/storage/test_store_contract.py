@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from graphmem.errors import EntityNotFoundError
 from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
 from graphmem.search import word_search
 from graphmem.storage.base import Store, StoreCounts
 from graphmem.storage.jsonl import JsonlStore
@@ -303,6 +303,27 @@ def test_a_search_named_in_part_ranks_scored_official_matches_before_unscored_on
     assert _names(whole.hits) == [f"reed {i}" for i in range(3)] + [f"street {i}" for i in range(10)]
     assert start.total == 13
     assert start.hits == whole.hits[:named_at_most]
+
+
+def test_the_official_graph_is_the_whole_graph_in_the_official_wire_form(store: Store):
+    with store.write():
+        store.insert_entities(
+            [
+                Entity('Zoë "quoted"', "per\nson", ("likes 😀", "line\u2028separator", "tab\there")),
+                Entity("empty", "thing", ()),
+                Entity("Alice", "person", ("b", "a", "c")),
+            ]
+        )
+        store.append_observations("empty", ["added later"])
+        store.insert_relations([Relation("Alice", "empty", "knows"), Relation("Alice", "nobody", "misses")])
+    with store.read():
+        wire = store.official_graph(3)
+        whole = Graph(tuple(store.iter_entities()), tuple(store.iter_relations())).to_wire()
+        too_many = store.official_graph(2)
+    assert wire == whole
+    assert wire is not None and [e["name"] for e in wire["entities"]] == ['Zoë "quoted"', "empty", "Alice"]
+    assert wire["entities"][1]["observations"] == ["added later"]
+    assert too_many is None
 
 
 def test_limit_and_offset_page_through_one_order(store: Store):

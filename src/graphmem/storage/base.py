@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from graphmem.errors import StorageBusyError, StorageError
 from graphmem.models import Entity, Relation
@@ -126,6 +126,16 @@ class Store(Protocol):
 
     def iter_relations(self) -> Iterator[Relation]:
         """Every relation, in the order they were created."""
+        ...
+
+    def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
+        """The whole graph as the official read_graph answers it (`{"entities": [...],
+        "relations": [...]}`, official keys only, in creation order), or None when it holds
+        more than `at_most` entities.
+
+        The answer to a small memory's read_graph, built without entity and relation
+        objects: on a memory of a hundred entities those cost more than the rest of the call.
+        """
         ...
 
     def page_entities(self, entity_type: str | None, offset: int, limit: int | None) -> tuple[list[Entity], int]:

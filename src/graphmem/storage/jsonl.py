@@ -611,6 +611,12 @@ class JsonlStore:
             if row is not None:
                 yield row.value
 
+    def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
+        entities = [entity.to_wire() for entity in self.iter_entities()]
+        if len(entities) > at_most:
+            return None
+        return {"entities": entities, "relations": [relation.to_wire() for relation in self.iter_relations()]}
+
     def page_entities(self, entity_type: str | None, offset: int, limit: int | None) -> tuple[list[Entity], int]:
         matching = [e for e in self.iter_entities() if entity_type is None or e.entity_type == entity_type]
         page = matching[offset:] if limit is None else matching[offset : offset + limit]

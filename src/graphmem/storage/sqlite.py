@@ -18,6 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity, Relation
 from graphmem.storage import sqlite_ranking
@@ -127,6 +129,20 @@ _BULK_CATCH_UP = {
         " ON CONFLICT (relation_type) DO UPDATE SET count = count + excluded.count"
     ),
 }
+
+# The official read_graph answer, entities and relations in creation order.
+_OFFICIAL_ENTITIES = """
+SELECT json_group_array(json_object('name', e.name, 'entityType', e.entity_type, 'observations', (
+    SELECT json_group_array(o.content) FROM (
+        SELECT content FROM observations WHERE entity_id = e.id ORDER BY id
+    ) AS o
+)))
+FROM (SELECT id, name, entity_type FROM entities ORDER BY id) AS e
+"""
+_OFFICIAL_RELATIONS = """
+SELECT json_group_array(json_object('from', from_name, 'to', to_name, 'relationType', relation_type))
+FROM (SELECT from_name, to_name, relation_type FROM relations ORDER BY id)
+"""
 
 # An entity's word-index document: name, aliases (text items of extra's `aliases`, a
 # list or a single string), type, and its observations in order, one per line.
@@ -429,6 +445,14 @@ class SQLiteStore:
             "SELECT from_name, to_name, relation_type, extra FROM relations ORDER BY id"
         ):
             yield Relation(from_, to, relation_type, _extra(extra))
+
+    def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
+        if self._entity_count(None) > at_most:
+            return None
+        # SQLite writes the JSON in C; orjson reads it back faster than Python could build it.
+        (entities,) = self._conn.execute(_OFFICIAL_ENTITIES).fetchone()
+        (relations,) = self._conn.execute(_OFFICIAL_RELATIONS).fetchone()
+        return {"entities": orjson.loads(entities), "relations": orjson.loads(relations)}
 
     def page_entities(self, entity_type: str | None, offset: int, limit: int | None) -> tuple[list[Entity], int]:
         where = "" if entity_type is None else " WHERE entity_type = ?1"

@@ -20,6 +20,7 @@ from graphmem.tools.budget import (
     CHARS_PER_TOKEN,
     SMALLEST_ENTITY,
     SMALLEST_OUTLINE,
+    Fitted,
     cut_note,
     fit_graph,
     fit_items,
@@ -198,6 +199,7 @@ def _bounded_graph_output(
     offset: int = 0,
     requested: int | None = None,
     extra: dict[str, Any] | None = None,
+    fitted: Fitted | None = None,
 ) -> ToolOutput:
     """A graph answer cut to the response budget, saying what was left out.
 
@@ -205,8 +207,9 @@ def _bounded_graph_output(
         offset: where the answer starts among all matching entities (for `nextOffset`).
         requested: how many entities the call asked for, when the graph holds only the
             first of them (a read fetches no more than the budget could show).
+        fitted: `fit_graph(graph, ctx.response_budget)`, when the caller has it already.
     """
-    if requested is None or requested <= len(graph.entities):
+    if fitted is None and (requested is None or requested <= len(graph.entities)):
         # The usual answer is far below the budget: write it once and measure the text,
         # rather than pricing every entity and relation first.
         wire = graph.to_wire()
@@ -215,7 +218,8 @@ def _bounded_graph_output(
         text = dump_json(wire)
         if _fits(ctx, text):
             return ToolOutput(wire, text)
-    fitted = fit_graph(graph, ctx.response_budget)
+    if fitted is None:
+        fitted = fit_graph(graph, ctx.response_budget)
     wire = fitted.graph.to_wire()
     if extra:
         wire.update(extra)
@@ -252,8 +256,9 @@ _FIRST_HEAD = 64
 _SMALL_MEMORY = 256
 
 
-def _head_that_fits(ctx: ToolContext, cap: int) -> GraphPage:
-    """The first entities of the graph, enough of them that the budget cuts the answer (or all).
+def _head_that_fits(ctx: ToolContext, cap: int) -> tuple[GraphPage, Fitted | None]:
+    """The first entities of the graph, enough of them that the budget cuts the answer (or all),
+    and the cut when it was measured.
 
     `cap` entities of the smallest size would fill the budget, but real ones are larger:
     a read of `cap` entities loads and measures several times what is shown. Reading a
@@ -266,8 +271,11 @@ def _head_that_fits(ctx: ToolContext, cap: int) -> GraphPage:
     limit = cap if ctx.graph.counts().entities <= _SMALL_MEMORY else min(_FIRST_HEAD, cap)
     while True:
         page = ctx.graph.read_head(limit)
-        if limit >= cap or len(page.graph.entities) < limit or fit_graph(page.graph, ctx.response_budget).cut:
-            return page
+        if limit >= cap or len(page.graph.entities) < limit:
+            return page, None
+        fitted = fit_graph(page.graph, ctx.response_budget)
+        if fitted.cut:
+            return page, fitted
         limit = min(next_read_size(page.graph, limit, ctx.response_budget), cap)
 
 
@@ -284,8 +292,11 @@ def read_graph(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
             text = dump_json(wire)
             if _fits(ctx, text):
                 return ToolOutput(wire, text)
-        page = ctx.graph.read_page(None, 0, None) if cap is None else _head_that_fits(ctx, cap)
-        return _bounded_graph_output(ctx, page.graph, _READ_GRAPH_MORE, requested=page.total_entities)
+        if cap is None:
+            page, fitted = ctx.graph.read_page(None, 0, None), None
+        else:
+            page, fitted = _head_that_fits(ctx, cap)
+        return _bounded_graph_output(ctx, page.graph, _READ_GRAPH_MORE, requested=page.total_entities, fitted=fitted)
     page = ctx.graph.read_page(args.entity_type, args.offset, _capped(args.limit, cap))
     return _bounded_graph_output(
         ctx,

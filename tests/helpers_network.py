@@ -151,6 +151,12 @@ class TcpClient:
                 self._early[answer["id"]] = answer
         return self._early.pop(request_id)
 
+    async def call_later(self, call: tuple[str, dict[str, Any]]) -> int:
+        """Send a (method, params) pair without waiting; returns the request id."""
+        request_id = next(self._ids)
+        await self.send({"jsonrpc": "2.0", "id": request_id, "method": call[0], "params": call[1]})
+        return request_id
+
     async def call(self, call: tuple[str, dict[str, Any]]) -> dict[str, Any]:
         return await self.request(*call)
 

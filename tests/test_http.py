@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -233,9 +234,12 @@ async def test_sigterm_answers_the_calls_in_flight_and_every_acknowledged_write_
 
 
 async def _hold_session(server: NetworkServer, *, task_status: Any) -> None:
-    async with sdk_session(server) as session:
-        task_status.started(session)
-        await anyio.sleep_forever()
+    # The server stops under this session, and the SDK's client may then fail on its way
+    # out (the GET stream, the closing DELETE); what the test judges is what was acknowledged.
+    with contextlib.suppress(Exception):
+        async with sdk_session(server) as session:
+            task_status.started(session)
+            await anyio.sleep_forever()
 
 
 async def test_the_memory_files_are_readable_by_the_owner_only(tmp_path: Path):

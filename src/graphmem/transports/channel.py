@@ -82,7 +82,10 @@ async def line_channel(
                         await send(error_line(error))
                         continue
                     track(message, in_flight)
-                    await to_server.send(SessionMessage(message))
+                    # Only the read may be cut short by `stop`: a request counted in flight
+                    # must reach the server, or the drain below would wait for it in vain.
+                    with anyio.CancelScope(shield=True):
+                        await to_server.send(SessionMessage(message))
             # EOF or stop. Closing the server's stream now would cancel the requests in flight.
             if not peer_gone:
                 with anyio.move_on_after(DRAIN_SECONDS):

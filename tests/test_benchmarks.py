@@ -104,3 +104,15 @@ def test_the_benchmark_runs_end_to_end_and_writes_its_figures(tmp_path: Path):
         assert report["bytes_on_disk"]["graphmem"] > 0
         assert report["graphmem_import_seconds"] > 0
         assert report["cold_start_seconds"]["graphmem"] > 0
+
+
+@pytest.mark.slow
+def test_the_load_benchmark_runs_clients_at_once_with_no_errors_and_every_write_stored():
+    from benchmarks.load import run_load
+
+    report = run_load(clients=3, seconds=2, write_share=0.5)
+    assert report.errors == []
+    assert report.calls > 0
+    assert report.writes_acknowledged > 0
+    assert report.writes_acknowledged == report.writes_stored
+    assert "errors: 0" in "\n".join(report.lines())

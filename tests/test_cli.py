@@ -530,3 +530,20 @@ def test_the_installed_command_imports_then_exports_in_real_processes(tmp_path):
     assert exported.returncode == 0, exported.stderr
     assert exported.stdout == OFFICIAL.read_bytes()
     assert exported.stderr == b""
+
+
+def test_serve_refuses_a_public_address_without_a_token_in_one_line(tmp_path: Path):
+    result = run("serve", "--http", "--host", "0.0.0.0", "-f", tmp_path / "m.db", env={"GRAPHMEM_TOKEN": ""})
+    assert result.exit_code == 1
+    assert result.output.count("\n") == 1
+    assert "needs a bearer token" in result.output
+    assert not (tmp_path / "m.db").exists()
+
+
+def test_serve_refuses_a_token_file_others_can_read(tmp_path: Path):
+    token_file = tmp_path / "token"
+    token_file.write_text("0123456789abcdef0123", encoding="utf-8")
+    token_file.chmod(0o640)
+    result = run("serve", "--tcp", "--token-file", token_file, "-f", tmp_path / "m.db")
+    assert result.exit_code == 1
+    assert "chmod 600" in result.output

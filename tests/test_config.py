@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmem.config import Settings, default_memory_path
+from graphmem.config import DEFAULT_HTTP_PORT, NetworkSettings, Settings, default_memory_path
 from graphmem.errors import ConfigError
 
 
@@ -69,3 +69,65 @@ def test_an_unreadable_bool_names_the_key_and_the_value():
     with pytest.raises(ConfigError, match="GRAPHMEM_STRICT") as raised:
         Settings.from_env({"GRAPHMEM_STRICT": "maybe"})
     assert "maybe" in str(raised.value)
+
+
+# -- serving over the network --------------------------------------------------------
+
+TOKEN = "s3cret-token-0123456789"
+
+
+def test_network_defaults_are_loopback_without_a_token():
+    network = NetworkSettings.from_env({})
+    assert (network.host, network.port, network.token) == ("127.0.0.1", DEFAULT_HTTP_PORT, None)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.5", "memory.example"])
+def test_a_host_other_machines_can_reach_is_refused_without_a_token(host: str):
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({}, host=host)
+    assert caught.value.key == "--host"
+    assert "token" in str(caught.value)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_loopback_hosts_need_no_token(host: str):
+    assert NetworkSettings.from_env({}, host=host).host == host
+
+
+def test_a_token_from_the_environment_allows_any_host_and_is_never_shown():
+    network = NetworkSettings.from_env({"GRAPHMEM_TOKEN": TOKEN}, host="0.0.0.0")
+    assert network.token == TOKEN
+    assert TOKEN not in repr(network)
+
+
+def test_a_short_token_is_refused_without_echoing_it():
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({"GRAPHMEM_TOKEN": "short"})
+    assert "short" not in str(caught.value).replace("shorter", "")
+
+
+def test_a_token_file_readable_by_others_is_refused(tmp_path: Path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n", encoding="utf-8")
+    token_file.chmod(0o644)
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({}, token_file=str(token_file))
+    assert "chmod 600" in str(caught.value)
+    token_file.chmod(0o600)
+    assert NetworkSettings.from_env({}, token_file=str(token_file)).token == TOKEN
+
+
+def test_the_token_file_flag_wins_over_the_environment(tmp_path: Path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN, encoding="utf-8")
+    token_file.chmod(0o600)
+    env = {"GRAPHMEM_TOKEN": "another-token-0123456789"}
+    assert NetworkSettings.from_env(env, token_file=str(token_file)).token == TOKEN
+
+
+def test_allowed_hosts_and_origins_come_from_comma_separated_variables():
+    network = NetworkSettings.from_env(
+        {"GRAPHMEM_ALLOWED_HOSTS": "a.example, b.example", "GRAPHMEM_ALLOWED_ORIGINS": "https://app.example"}
+    )
+    assert network.allowed_hosts == ("a.example", "b.example")
+    assert network.allowed_origins == ("https://app.example",)

@@ -8,14 +8,14 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from graphmem.transports import (
+from graphmem.transports.lines import (
     MAX_JSON_DEPTH,
     MAX_MESSAGE_BYTES,
     MessageError,
-    _encode,
-    _error_line,
-    _read_lines,
+    encode_message,
+    error_line,
     parse_message,
+    read_lines,
 )
 
 pytestmark = pytest.mark.anyio
@@ -149,7 +149,7 @@ def test_a_batch_gets_an_error_for_each_request_in_it():
     )
     assert error.code == types.INVALID_REQUEST
     assert error.batch_ids == (1, "b")
-    assert json.loads(_error_line(error)) == [
+    assert json.loads(error_line(error)) == [
         {"jsonrpc": "2.0", "id": 1, "error": {"code": types.INVALID_REQUEST, "message": error.message}},
         {"jsonrpc": "2.0", "id": "b", "error": {"code": types.INVALID_REQUEST, "message": error.message}},
     ]
@@ -158,7 +158,7 @@ def test_a_batch_gets_an_error_for_each_request_in_it():
 
 @pytest.mark.parametrize("raw", [b"[]", b'[{"jsonrpc":"2.0","method":"n"}]', b"[1,2]"])
 def test_a_batch_without_requests_gets_one_error_without_an_id(raw):
-    answer = json.loads(_error_line(rejection(raw)))
+    answer = json.loads(error_line(rejection(raw)))
     assert answer["id"] is None
     assert answer["error"]["code"] == types.INVALID_REQUEST
 
@@ -186,26 +186,26 @@ def test_a_message_without_the_jsonrpc_version_is_an_invalid_request_with_its_id
 
 
 def test_an_error_line_is_one_compact_jsonrpc_error():
-    data = _error_line(MessageError(types.PARSE_ERROR, "Parse error: x.", 9))
+    data = error_line(MessageError(types.PARSE_ERROR, "Parse error: x.", 9))
     assert data == b'{"jsonrpc":"2.0","id":9,"error":{"code":-32700,"message":"Parse error: x."}}\n'
 
 
 @pytest.mark.parametrize(("request_id", "echoed"), [("a\ud800", None), (1.5, 1.5), (True, None), ({"x": 1}, None)])
 def test_an_error_line_echoes_only_an_id_it_can_write(request_id, echoed):
-    answer = json.loads(_error_line(MessageError(types.INVALID_REQUEST, "m", request_id)))
+    answer = json.loads(error_line(MessageError(types.INVALID_REQUEST, "m", request_id)))
     assert answer["id"] == echoed
 
 
 def test_an_answer_holding_a_lone_surrogate_is_written_with_a_replacement_character():
     message = types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"text": "Bad\ud800name", "ok": "日本"})
-    data = _encode(message)
+    data = encode_message(message)
     assert data.endswith(b"\n")
     assert json.loads(data) == {"jsonrpc": "2.0", "id": 1, "result": {"text": "Bad\ufffdname", "ok": "日本"}}
 
 
 def test_an_ordinary_answer_is_written_compact_with_non_ascii_raw():
     message = types.JSONRPCResponse(jsonrpc="2.0", id=1, result={"text": "Zoë"})
-    assert _encode(message) == '{"jsonrpc":"2.0","id":1,"result":{"text":"Zoë"}}\n'.encode()
+    assert encode_message(message) == '{"jsonrpc":"2.0","id":1,"result":{"text":"Zoë"}}\n'.encode()
 
 
 # -- splitting the stream into lines ---------------------------------------------------------
@@ -222,7 +222,7 @@ class ChunkedReader:
 
 
 async def read_all(*chunks: bytes) -> list[bytes | MessageError]:
-    return [item async for item in _read_lines(ChunkedReader(*chunks))]
+    return [item async for item in read_lines(ChunkedReader(*chunks))]
 
 
 async def test_lines_are_split_on_newline_only():

@@ -17,7 +17,7 @@ from typing import IO, Any, TypeVar
 import click
 
 from graphmem._version import __version__
-from graphmem.config import Settings
+from graphmem.config import DEFAULT_HTTP_PORT, DEFAULT_TCP_PORT, NetworkSettings, Settings
 from graphmem.errors import GraphmemError, ImportFormatError, InvalidInputError
 from graphmem.graph import KnowledgeGraph
 from graphmem.storage import open_store
@@ -141,6 +141,59 @@ def cli(
 @cli.command(name="serve")
 @memory_options
 @serve_options
+@click.option("--http", "transport", flag_value="http", help="Serve many clients over Streamable HTTP at /mcp.")
+@click.option(
+    "--tcp", "transport", flag_value="tcp", help="Serve many clients over TCP (one JSON-RPC message per line)."
+)
+@click.option(
+    "--host",
+    default=None,
+    help=(
+        "The address to listen on with --http or --tcp (env GRAPHMEM_HOST, default 127.0.0.1). "
+        "Any address but loopback needs a token."
+    ),
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help=(
+        f"The port to listen on (env GRAPHMEM_PORT; default {DEFAULT_HTTP_PORT} for HTTP, {DEFAULT_TCP_PORT} for TCP; "
+        "0 picks a free one)."
+    ),
+)
+@click.option(
+    "--token-file",
+    metavar="PATH",
+    default=None,
+    help=(
+        "A file holding the bearer token clients must send (env GRAPHMEM_TOKEN_FILE, or the token itself "
+        "in GRAPHMEM_TOKEN); it must be readable by you only."
+    ),
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help=(
+        "A host name HTTP clients may use besides loopback and the bind address (repeatable; "
+        "env GRAPHMEM_ALLOWED_HOSTS, comma-separated)."
+    ),
+)
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A browser origin allowed to call the HTTP server, such as https://app.example.com (repeatable; "
+    "env GRAPHMEM_ALLOWED_ORIGINS).",
+)
+@click.option(
+    "--json-response/--sse-response",
+    default=None,
+    help="Answer HTTP POSTs with one JSON body instead of an SSE stream (env GRAPHMEM_HTTP_JSON; default SSE).",
+)
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
@@ -156,21 +209,62 @@ def serve(
     response_budget: int | None = None,
     toolset: str | None = None,
     tools: str | None = None,
+    transport: str | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    token_file: str | None = None,
+    allowed_hosts: tuple[str, ...] = (),
+    allowed_origins: tuple[str, ...] = (),
+    json_response: bool | None = None,
     log_level: str = "warning",
 ) -> None:
-    """Serve MCP over stdio (what an MCP client starts)."""
+    """Serve MCP over stdio (what an MCP client starts), or many clients over --http or --tcp."""
     settings = _settings(ctx, memory_file, strict, response_budget, toolset, tools)
+    network: NetworkSettings | None = None
+    if transport is not None:
+        try:
+            network = NetworkSettings.from_env(
+                host=host,
+                port=port,
+                default_port=DEFAULT_HTTP_PORT if transport == "http" else DEFAULT_TCP_PORT,
+                token_file=token_file,
+                allowed_hosts=allowed_hosts,
+                allowed_origins=allowed_origins,
+                json_response=json_response,
+            )
+        except GraphmemError as error:
+            raise click.ClickException(str(error)) from error
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format="graphmem %(levelname)s: %(message)s")
     # Imported here, not at the top: the MCP SDK takes over a second to import, and the
     # other commands (info, stats, import, export) do not need it.
     from graphmem.server import build_server
-    from graphmem.transports import run_stdio
 
     try:
         server = build_server(settings)
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
-    run_stdio(server)
+    if network is None:
+        from graphmem.transports import run_stdio
+
+        run_stdio(server)
+        return
+
+    def announce(url: str) -> None:
+        click.echo(f"graphmem serving {settings.memory_path} at {url}", err=True)
+
+    try:
+        if transport == "http":
+            from graphmem.transports.http import run_http
+
+            run_http(server, network, announce=announce, log_level=log_level)
+        else:
+            from graphmem.transports.tcp import run_tcp
+
+            run_tcp(server, network, announce=announce)
+    except OSError as error:
+        raise click.ClickException(
+            f"Cannot listen on {network.host} port {network.port}: {error.strerror or error}."
+        ) from error
 
 
 @cli.command(name="info")

@@ -6,8 +6,11 @@ receives the frozen `Settings` it builds.
 
 from __future__ import annotations
 
+import ipaddress
 import os
-from collections.abc import Mapping
+import stat
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +19,16 @@ import platformdirs
 from graphmem.errors import ConfigError
 from graphmem.limits import Limits
 
-__all__ = ["DEFAULT_RESPONSE_BUDGET", "TOOLSET_NAMES", "Settings", "default_memory_path"]
+__all__ = [
+    "DEFAULT_HTTP_PORT",
+    "DEFAULT_RESPONSE_BUDGET",
+    "DEFAULT_TCP_PORT",
+    "TOOLSET_NAMES",
+    "NetworkSettings",
+    "Settings",
+    "default_memory_path",
+    "is_loopback",
+]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -142,3 +154,137 @@ class Settings:
         raw_tools = tools if tools is not None else env.get("GRAPHMEM_TOOLS", "").strip() or None
         tool_names = None if raw_tools is None else tuple(name.strip() for name in raw_tools.split(",") if name.strip())
         return cls(memory_path=path, strict=strict, response_budget=response_budget, toolset=toolset, tools=tool_names)
+
+
+DEFAULT_HTTP_PORT = 8765
+DEFAULT_TCP_PORT = 8766
+
+# A token shorter than this is guessable by anyone who can reach the port.
+MIN_TOKEN_LENGTH = 16
+
+_TOKEN_HINT = "Give the token in --token-file (a file only you can read) or in GRAPHMEM_TOKEN."
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only (127.0.0.0/8, ::1 or localhost), so no other one can connect."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        # A host name other than localhost may resolve to any address.
+        return False
+
+
+def _read_token_file(raw_path: str, key: str) -> str:
+    path = Path(raw_path).expanduser()
+    try:
+        info = path.stat()
+        # Refused, not warned about: a token others can read protects nothing, and a
+        # warning on a server's stderr is seldom read. ssh refuses a readable key the same way.
+        if sys.platform != "win32" and info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise ConfigError(
+                key,
+                raw_path,
+                f"Other users can read it (mode {stat.filemode(info.st_mode)}); run `chmod 600 {raw_path}` first.",
+            )
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise ConfigError(key, raw_path, f"It cannot be read ({error.strerror or error}).") from None
+    if not token:
+        raise ConfigError(key, raw_path, "The file is empty; put the token on its first line.")
+    return token
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSettings:
+    """How `graphmem serve --http` or `--tcp` listens, and whom it lets in.
+
+    Attributes:
+        host: the address to bind; loopback unless a token is set.
+        port: the port to bind; 0 picks a free one (the server says which on stderr).
+        token: the bearer token every client must present, or None (allowed on loopback only).
+        allowed_hosts: host names, besides loopback and the bind address, that HTTP clients
+            may use in their Host header (and in an Origin header), against DNS rebinding.
+        allowed_origins: exact browser origins (such as https://app.example.com) allowed besides those.
+        json_response: answer HTTP POSTs with one JSON body instead of an SSE stream.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_HTTP_PORT
+    token: str | None = field(default=None, repr=False)
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    json_response: bool = False
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        default_port: int = DEFAULT_HTTP_PORT,
+        token_file: str | None = None,
+        allowed_hosts: Sequence[str] = (),
+        allowed_origins: Sequence[str] = (),
+        json_response: bool | None = None,
+    ) -> NetworkSettings:
+        """Build the network settings from flags (which win) and the environment.
+
+        The token comes from `token_file`, else the file in GRAPHMEM_TOKEN_FILE, else
+        GRAPHMEM_TOKEN itself.
+
+        Raises:
+            ConfigError: the token file is readable by others, empty or unreadable; the token
+                is too short; or the host is not loopback and there is no token.
+        """
+        env = os.environ if environ is None else environ
+        host = host or env.get("GRAPHMEM_HOST", "").strip() or "127.0.0.1"
+        if port is None:
+            raw_port = env.get("GRAPHMEM_PORT", "").strip()
+            try:
+                port = int(raw_port) if raw_port else default_port
+            except ValueError:
+                raise ConfigError("GRAPHMEM_PORT", raw_port, "Give a port number from 0 to 65535.") from None
+        if not 0 <= port <= 65535:
+            raise ConfigError("--port", str(port), "Give a port number from 0 to 65535.")
+        token_key = "--token-file" if token_file else "GRAPHMEM_TOKEN_FILE"
+        token_file = token_file or env.get("GRAPHMEM_TOKEN_FILE", "").strip() or None
+        token: str | None
+        if token_file is not None:
+            token = _read_token_file(token_file, token_key)
+        else:
+            token_key = "GRAPHMEM_TOKEN"
+            token = env.get("GRAPHMEM_TOKEN", "").strip() or None
+        if token is not None and len(token) < MIN_TOKEN_LENGTH:
+            # The value is never echoed: it is a secret, even a weak one.
+            raise ConfigError(
+                token_key,
+                "(hidden)",
+                f"The token is shorter than {MIN_TOKEN_LENGTH} characters; use a random one, "
+                "such as the output of `python -c 'import secrets; print(secrets.token_urlsafe(32))'`.",
+            )
+        if token is None and not is_loopback(host):
+            raise ConfigError(
+                "--host",
+                host,
+                "Listening on an address other machines can reach needs a bearer token, so that "
+                f"only your clients get in. {_TOKEN_HINT}",
+            )
+        hosts = tuple(allowed_hosts) or _split(env.get("GRAPHMEM_ALLOWED_HOSTS", ""))
+        origins = tuple(allowed_origins) or _split(env.get("GRAPHMEM_ALLOWED_ORIGINS", ""))
+        if json_response is None:
+            json_response = _parse_bool("GRAPHMEM_HTTP_JSON", env.get("GRAPHMEM_HTTP_JSON", ""))
+        return cls(
+            host=host,
+            port=port,
+            token=token,
+            allowed_hosts=hosts,
+            allowed_origins=origins,
+            json_response=json_response,
+        )
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())

@@ -1,68 +1,42 @@
-"""Transports: serve the MCP server over stdio.
+"""The line protocol: one JSON-RPC message per line, every unusable line answered with an error.
 
-graphmem has its own stdio transport instead of the SDK's `stdio_server()`,
-because that one stays silent on some messages it cannot use (a lone surrogate,
-JSON nested a few hundred levels deep) and replaces invalid UTF-8 instead of
-rejecting it; a client then waits for an answer that never comes. Here every line
-that is not a usable JSON-RPC message gets a JSON-RPC error at once (with the
-request's id when it can be found), and the connection stays up. Reading is done
-with asyncio's pipe reader instead of a thread hop per line, which also makes
-each call cheaper.
-
-    stdin ─► _read_lines ─► parse_message ─┬─► Server.run ─► pump_out ─► stdout
-                                           └─► (error line) ─────────────┘
-
-When stdin closes, the requests already read are still answered (within
-`DRAIN_SECONDS`) before the server stops: a client that writes its requests and
-closes the pipe (`printf … | graphmem`) gets every answer, where the SDK alone
-would cancel them all with "Connection closed". When stdout closes, nobody can
-read an answer any more, so the server stops quietly.
+Shared by the stdio and TCP transports. `read_lines` splits a byte stream into lines
+(a line over `MAX_MESSAGE_BYTES` becomes an error, not a crash); `parse_message` turns
+a line into a message or a `MessageError` naming what was wrong; `error_line` and
+`encode_message` write the answers; `InFlight` counts the requests not answered yet,
+so a transport can answer them before it closes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
-import os
 import re
-import stat
-import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any, BinaryIO, Protocol
+from typing import Any, Protocol
 
 import anyio
-import anyio.to_thread
 import mcp_types as types
 import orjson
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.server.lowlevel.server import Server
-from mcp.shared.message import SessionMessage
 from pydantic_core import PydanticSerializationError
 
-from graphmem.server import AppState, initialization_options
-
 __all__ = [
-    "DRAIN_SECONDS",
     "MAX_JSON_DEPTH",
     "MAX_MESSAGE_BYTES",
+    "InFlight",
+    "LineReader",
     "MessageError",
-    "event_loop_options",
+    "encode_message",
+    "error_line",
     "parse_message",
-    "run_stdio",
+    "read_lines",
+    "track",
 ]
-
-logger = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """The longest line accepted; longer ones are answered with an error and skipped."""
 
 MAX_JSON_DEPTH = 64
 """The deepest nesting accepted; no MCP message needs more than a handful of levels."""
-
-DRAIN_SECONDS = 30.0
-"""How long requests still in flight when stdin closes may take to be answered."""
 
 _CHUNK = 1 << 16
 _ID_PATTERN = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
@@ -247,7 +221,7 @@ def _wire_id(value: Any) -> Any:
     return value
 
 
-def _error_line(error: MessageError) -> bytes:
+def error_line(error: MessageError) -> bytes:
     def answer(request_id: Any) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": _wire_id(request_id), "error": {"code": error.code, "message": error.message}}
 
@@ -255,7 +229,7 @@ def _error_line(error: MessageError) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
-def _encode(message: types.JSONRPCMessage) -> bytes:
+def encode_message(message: types.JSONRPCMessage) -> bytes:
     """One message as a line of UTF-8 JSON.
 
     Pydantic writes the bytes directly; only a message it cannot write (a lone
@@ -275,18 +249,10 @@ def _encode(message: types.JSONRPCMessage) -> bytes:
         return _SURROGATE.sub("\ufffd", text).encode("utf-8") + b"\n"
 
 
-class _Reader(Protocol):
+class LineReader(Protocol):
+    """Anything that reads bytes: asyncio's StreamReader, a socket, a file on a thread."""
+
     async def read(self, n: int) -> bytes: ...
-
-
-class _FileReader:
-    """Reads a stdin that is not a pipe (`graphmem < requests.jsonl`) on a thread."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    async def read(self, n: int) -> bytes:
-        return await anyio.to_thread.run_sync(os.read, self._fd, n)
 
 
 def _is_blank(line: bytes | bytearray) -> bool:
@@ -294,7 +260,7 @@ def _is_blank(line: bytes | bytearray) -> bool:
     return not line or line.isspace()
 
 
-async def _read_lines(reader: _Reader) -> AsyncIterator[bytes | MessageError]:
+async def read_lines(reader: LineReader) -> AsyncIterator[bytes | MessageError]:
     """Yield each line of the stream; a line over the size limit yields an error instead."""
     buffer = bytearray()
     discarding = False
@@ -344,30 +310,7 @@ async def _read_lines(reader: _Reader) -> AsyncIterator[bytes | MessageError]:
                 yield too_long()
 
 
-async def _open_stdin() -> _Reader:
-    mode = os.fstat(sys.stdin.fileno()).st_mode
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-        # What an MCP client hands over is a pipe or a socket. Anything else (a file,
-        # /dev/null, a terminal) is read on a thread: asyncio refuses a regular file,
-        # and uvloop's libuv aborts the process on a file or /dev/null.
-        return _FileReader(sys.stdin.fileno())
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    return reader
-
-
-def _claim_stdout() -> BinaryIO:
-    """Keep fd 1 for protocol messages only: stray prints from any library go to stderr."""
-    wire = os.fdopen(os.dup(1), "wb", buffering=0)
-    # Writes below assume a blocking descriptor; a parent may have handed over a non-blocking one.
-    os.set_blocking(wire.fileno(), True)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return wire
-
-
-class _InFlight:
+class InFlight:
     """The requests passed to the server that have not been answered yet, by id."""
 
     def __init__(self) -> None:
@@ -394,7 +337,7 @@ class _InFlight:
         await self._idle.wait()
 
 
-def _track(message: types.JSONRPCMessage, in_flight: _InFlight) -> None:
+def track(message: types.JSONRPCMessage, in_flight: InFlight) -> None:
     """Note a request coming in, or a cancellation that means it will never be answered."""
     if isinstance(message, types.JSONRPCRequest):
         in_flight.add(message.id)
@@ -402,91 +345,3 @@ def _track(message: types.JSONRPCMessage, in_flight: _InFlight) -> None:
         request_id = (message.params or {}).get("requestId")
         if _is_id(request_id):
             in_flight.settle(request_id)
-
-
-@asynccontextmanager
-async def guarded_stdio() -> AsyncIterator[
-    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
-]:
-    """Streams for `Server.run` over this process's stdin and stdout."""
-    reader = await _open_stdin()
-    wire = _claim_stdout()
-    to_server, from_stdin = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    to_stdout, from_server = anyio.create_memory_object_stream[SessionMessage](0)
-    in_flight = _InFlight()
-    reading = anyio.CancelScope()
-    client_gone = False
-
-    def write(data: bytes) -> None:
-        # A blocking write of whole lines: stdout is a pipe the client drains, and reading
-        # ahead on stdin (asyncio buffers it) keeps a pipelining client from deadlocking.
-        nonlocal client_gone
-        if client_gone:
-            return
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[wire.write(view) or 0 :]
-        except BrokenPipeError:
-            # Nobody reads the answers any more: stop reading requests, so the server ends.
-            client_gone = True
-            reading.cancel()
-
-    async def pump_in() -> None:
-        async with to_server:
-            with reading:
-                async for line in _read_lines(reader):
-                    if isinstance(line, MessageError):
-                        write(_error_line(line))
-                        continue
-                    try:
-                        message = parse_message(line)
-                    except MessageError as error:
-                        logger.debug("answered a bad message with an error: %s", error.message)
-                        write(_error_line(error))
-                        continue
-                    _track(message, in_flight)
-                    await to_server.send(SessionMessage(message))
-                # EOF. Closing the server's stream now would cancel the requests in flight.
-                with anyio.move_on_after(DRAIN_SECONDS):
-                    await in_flight.wait_idle()
-
-    async def pump_out() -> None:
-        async with from_server:
-            async for item in from_server:
-                message = item.message
-                write(_encode(message))
-                if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
-                    in_flight.settle(message.id)
-
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(pump_in)
-        tasks.start_soon(pump_out)
-        try:
-            yield from_stdin, to_stdout
-        finally:
-            tasks.cancel_scope.cancel()
-
-
-async def _serve_stdio(server: Server[AppState]) -> None:
-    async with guarded_stdio() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, initialization_options(server))
-
-
-def event_loop_options() -> dict[str, Any]:
-    """anyio backend options: uvloop where it is installed.
-
-    A call's round trip is mostly event-loop turns (the SDK hands each message
-    through several tasks and streams); uvloop makes each turn cheaper, which takes
-    about a fifth off a ping. Without it (Windows) the standard loop serves the same.
-    """
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return {}
-    return {"use_uvloop": True}
-
-
-def run_stdio(server: Server[AppState]) -> None:
-    """Serve one client over stdin/stdout until stdin closes and every request read is answered."""
-    anyio.run(_serve_stdio, server, backend_options=event_loop_options())

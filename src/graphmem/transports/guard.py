@@ -1,0 +1,161 @@
+"""Who may talk to the HTTP server: Host and Origin checks against DNS rebinding, and the bearer token.
+
+Every request passes through `RequestGuard` before it reaches MCP, whatever address
+the server is bound to (the SDK checks Host and Origin only when it serves loopback
+itself, and graphmem wants the same rules everywhere):
+
+    Host not allowed      421  a DNS-rebinding page names the server by a name of its own
+    Origin not allowed    403  a web page the user opened is not one of ours
+    token missing/wrong   401  (with `WWW-Authenticate: Bearer`), on every path but /health
+
+A Host is allowed when its name (the port does not matter) is loopback, the address
+the server is bound to, this machine's name when it is bound to every address, or one
+given with --allowed-host. An Origin is allowed when its host is allowed in that sense,
+or it is exactly one given with --allowed-origin. A request with no Origin (any client
+that is not a browser) passes that check.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import socket
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+__all__ = ["OPEN_PATHS", "RequestGuard", "allowed_host_names", "host_name"]
+
+logger = logging.getLogger(__name__)
+
+OPEN_PATHS = frozenset({"/health"})
+"""Paths served without the token: they tell nothing about the memory."""
+
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+_WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def host_name(value: str) -> str:
+    """The host part of a Host header or URL authority, lower case, without port or IPv6 brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value[1:]
+    name, _, port = value.rpartition(":")
+    if name and port.isdigit():
+        return name
+    return value
+
+
+def allowed_host_names(bind_host: str, extra: Iterable[str]) -> frozenset[str]:
+    """The host names clients may use to reach a server bound to `bind_host`."""
+    names = {*_LOOPBACK_NAMES, *(host_name(name) for name in extra)}
+    bind = host_name(bind_host)
+    if bind in _WILDCARDS:
+        # Bound to every address: this machine's own names are the ones others will use.
+        names.update({socket.gethostname().lower(), socket.getfqdn().lower()})
+    else:
+        names.add(bind)
+    return frozenset(name for name in names if name)
+
+
+def _is_loopback_name(name: str) -> bool:
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _refusal(
+    status: int, message: str, headers: dict[str, str] | None = None
+) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode("utf-8")
+    raw_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii"))]
+    raw_headers += [(key.encode("latin-1"), value.encode("latin-1")) for key, value in (headers or {}).items()]
+    return status, body, raw_headers
+
+
+class RequestGuard:
+    """ASGI middleware that refuses requests with a foreign Host or Origin, or without the token."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        allowed_hosts: frozenset[str],
+        allowed_origins: Iterable[str] = (),
+        token: str | None = None,
+    ) -> None:
+        self.app = app
+        self.allowed_hosts = allowed_hosts
+        self.allowed_origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins)
+        self._token = None if token is None else token.encode("utf-8")
+
+    def _host_allowed(self, host: str | None) -> bool:
+        if not host:
+            return False
+        name = host_name(host)
+        return name in self.allowed_hosts or _is_loopback_name(name)
+
+    def _origin_allowed(self, origin: str) -> bool:
+        origin = origin.rstrip("/").lower()
+        if origin in self.allowed_origins:
+            return True
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            # Includes "null", which sandboxed frames and file:// pages send.
+            return False
+        name = parts.hostname
+        return name in self.allowed_hosts or _is_loopback_name(name)
+
+    def _token_matches(self, authorization: str | None) -> bool:
+        assert self._token is not None
+        scheme, _, presented = (authorization or "").partition(" ")
+        # compare_digest takes as long whatever the first differing byte, so the answer
+        # time tells an attacker nothing about how much of a guess was right.
+        return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode("utf-8"), self._token)
+
+    def check(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]] | None:
+        """The refusal for this request (status, body, headers), or None when it may pass."""
+        headers = Headers(scope=scope)
+        host = headers.get("host")
+        if not self._host_allowed(host):
+            logger.warning("refused a request with Host %r", host)
+            return _refusal(
+                421,
+                f"Invalid Host header {host!r}: this server does not answer to that name. "
+                "Start it with --allowed-host NAME to allow it.",
+            )
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_allowed(origin):
+            logger.warning("refused a request with Origin %r", origin)
+            return _refusal(
+                403,
+                f"Invalid Origin header {origin!r}: requests from that web page are not allowed. "
+                "Start the server with --allowed-origin ORIGIN to allow it.",
+            )
+        needs_token = self._token is not None and scope.get("path") not in OPEN_PATHS
+        if needs_token and not self._token_matches(headers.get("authorization")):
+            return _refusal(
+                401,
+                "Unauthorized: send the server's token as `Authorization: Bearer TOKEN`.",
+                {"www-authenticate": 'Bearer realm="graphmem"'},
+            )
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self.check(scope)
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        status, body, headers = refusal
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

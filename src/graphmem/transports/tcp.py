@@ -1,0 +1,191 @@
+"""The TCP transport: newline-delimited JSON-RPC (spec 004), many connections at once.
+
+Each connection is served like stdio (same line handling, same errors for bad lines,
+same answers to requests read before the client closed), and all of them share the
+one store the server's lifespan opens:
+
+    listener ─► connection ─► [token check] ─► line_channel ─► serve loop ─┐
+             ─► connection ─► ...                                          ├─► one AppState, one store
+             ─► connection ─► ...                                         ─┘
+
+The token rule: when the server has a token, the first line of every connection must be
+
+    {"jsonrpc":"2.0","id":1,"method":"graphmem/authenticate","params":{"token":"TOKEN"}}
+
+answered with `{"jsonrpc":"2.0","id":1,"result":{}}`; then MCP starts as usual with
+`initialize`. Any other first line, a wrong token, or nothing within `AUTH_SECONDS`
+gets a JSON-RPC error (code -32001) and the connection is closed.
+
+On SIGINT or SIGTERM the listener closes, every connection stops reading, the
+requests already read are answered (within `DRAIN_SECONDS`), and the store closes.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from anyio.abc import SocketAttribute, SocketStream
+from mcp.server.lowlevel.server import Server
+from mcp.server.runner import serve_dual_era_loop
+
+from graphmem.config import NetworkSettings
+from graphmem.server import AppState, initialization_options
+from graphmem.transports.channel import line_channel
+from graphmem.transports.lines import MessageError, encode_message, error_line, parse_message, read_lines
+from graphmem.transports.loop import event_loop_options, wait_for_stop_signal
+
+__all__ = ["AUTH_METHOD", "AUTH_SECONDS", "MAX_CONNECTIONS", "UNAUTHORIZED", "run_tcp", "serve_tcp"]
+
+logger = logging.getLogger(__name__)
+
+AUTH_METHOD = "graphmem/authenticate"
+"""The method of the first message when the server has a token."""
+
+AUTH_SECONDS = 10.0
+"""How long a connection may take to send its token."""
+
+MAX_CONNECTIONS = 256
+"""Connections served at once; one more is told so and closed."""
+
+UNAUTHORIZED = -32001
+"""The JSON-RPC error code for a missing or wrong token (in the server-defined range)."""
+
+
+class _SocketReader:
+    """`read(n)` over a socket stream, returning b"" at the end as a file does."""
+
+    def __init__(self, stream: SocketStream) -> None:
+        self._stream = stream
+
+    async def read(self, n: int) -> bytes:
+        try:
+            return await self._stream.receive(n)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return b""
+
+
+def _writer(stream: SocketStream) -> Callable[[bytes], Any]:
+    lock = anyio.Lock()
+
+    async def write(data: bytes) -> bool:
+        # The answers and the error lines come from two tasks; a socket takes one send at a time.
+        async with lock:
+            try:
+                await stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                return False
+        return True
+
+    return write
+
+
+def _refusal(message: str, request_id: Any = None) -> bytes:
+    return error_line(MessageError(UNAUTHORIZED, message, request_id))
+
+
+async def _authenticate(lines: AsyncIterator[bytes | MessageError], token: bytes) -> tuple[bool, bytes]:
+    """Read the first line and check its token; returns whether it passed and the line to answer with."""
+    how = (
+        f'Unauthorized: this server needs a token. Send {{"jsonrpc":"2.0","id":1,"method":"{AUTH_METHOD}",'
+        '"params":{"token":"TOKEN"}} as the first line, then initialize.'
+    )
+    first: bytes | MessageError | None = None
+    with anyio.move_on_after(AUTH_SECONDS):
+        first = await anext(lines, None)
+    if first is None or isinstance(first, MessageError):
+        return False, _refusal(how)
+    try:
+        message = parse_message(first)
+    except MessageError as error:
+        return False, _refusal(how, error.request_id)
+    if not isinstance(message, types.JSONRPCRequest) or message.method != AUTH_METHOD:
+        return False, _refusal(how, getattr(message, "id", None))
+    presented = (message.params or {}).get("token")
+    # compare_digest: the time to answer says nothing about how much of a guess was right.
+    if not isinstance(presented, str) or not hmac.compare_digest(presented.encode("utf-8"), token):
+        return False, _refusal("Unauthorized: the token is wrong.", message.id)
+    return True, encode_message(types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result={}))
+
+
+async def serve_tcp(
+    server: Server[AppState],
+    network: NetworkSettings,
+    *,
+    announce: Callable[[str], None],
+    stop: anyio.Event,
+) -> None:
+    """Serve MCP over TCP until `stop` is set, then stop gracefully.
+
+    Args:
+        server: the MCP server; its lifespan (the store) is entered once for every connection.
+        network: where to listen and the token, if any.
+        announce: told the address (`tcp://host:port`) once the server listens.
+        stop: set it to stop: no new connections, and each one ends once it has answered what it read.
+    """
+    token = None if network.token is None else network.token.encode("utf-8")
+    slots = anyio.CapacityLimiter(MAX_CONNECTIONS)
+    options = initialization_options(server)
+
+    async with server.lifespan(server) as state:
+
+        async def handle(stream: SocketStream) -> None:
+            async with stream:
+                write = _writer(stream)
+                try:
+                    slots.acquire_nowait()
+                except anyio.WouldBlock:
+                    await write(_refusal(f"Too many connections (the limit is {MAX_CONNECTIONS}); try again shortly."))
+                    return
+                try:
+                    lines = read_lines(_SocketReader(stream))
+                    if token is not None:
+                        passed, answer = await _authenticate(lines, token)
+                        await write(answer)
+                        if not passed:
+                            return
+                    async with line_channel(lines, write, stop) as (read_stream, write_stream):
+                        await serve_dual_era_loop(
+                            server, read_stream, write_stream, lifespan_state=state, init_options=options
+                        )
+                finally:
+                    slots.release()
+
+        listener = await anyio.create_tcp_listener(local_host=network.host, local_port=network.port)
+        port = listener.extra(SocketAttribute.local_port)
+        shown = f"[{network.host}]" if ":" in network.host else network.host
+        announce(f"tcp://{shown}:{port}")
+        async with anyio.create_task_group() as connections, anyio.create_task_group() as accepting:
+
+            async def stop_accepting() -> None:
+                await stop.wait()
+                accepting.cancel_scope.cancel()
+
+            accepting.start_soon(stop_accepting)
+            async with listener:
+                await listener.serve(handle, connections)
+            # The connections see `stop` too: each stops reading, answers what it read, and ends.
+
+
+def run_tcp(server: Server[AppState], network: NetworkSettings, *, announce: Callable[[str], None]) -> None:
+    """Serve MCP over TCP until SIGINT or SIGTERM, then stop gracefully."""
+    anyio.run(_serve_until_signal, server, network, announce, backend_options=event_loop_options())
+
+
+async def _serve_until_signal(
+    server: Server[AppState], network: NetworkSettings, announce: Callable[[str], None]
+) -> None:
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tasks:
+
+        async def on_signal() -> None:
+            await wait_for_stop_signal()
+            stop.set()
+
+        tasks.start_soon(on_signal)
+        await serve_tcp(server, network, announce=announce, stop=stop)
+        tasks.cancel_scope.cancel()

@@ -1,0 +1,102 @@
+"""`graphmem serve --tcp` as a process on loopback: raw lines, the token rule, the SDK's session, many connections."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from graphmem.transports.tcp import AUTH_METHOD, UNAUTHORIZED
+from tests.helpers_network import TOKEN, network_server, tcp_client, tcp_session
+from tests.helpers_stdio import create_entities, entity, is_tool_success
+from tests.test_durability import stored_graph
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+async def test_without_a_token_a_connection_initializes_and_a_bad_line_gets_an_error_not_a_hangup(tmp_path: Path):
+    with anyio.fail_after(30):
+        async with network_server(tmp_path / "m.db", "--tcp") as server, tcp_client(server) as client:
+            await client.initialize()
+            await client.send_line(b"{not json")
+            bad = await client.receive()
+            ping = await client.request("ping")
+    assert bad["error"]["code"] == -32700
+    assert ping["result"] == {}
+
+
+async def test_with_a_token_a_first_line_that_is_not_the_token_gets_an_error_and_the_connection_closes(
+    tmp_path: Path,
+):
+    env = {"GRAPHMEM_TOKEN": TOKEN}
+    with anyio.fail_after(30):
+        async with network_server(tmp_path / "m.db", "--tcp", env=env) as server:
+            async with tcp_client(server) as client:
+                refused = await client.request("ping")
+                closed = await client.receive_line()
+            async with tcp_client(server) as client:
+                wrong = await client.authenticate("x" * 32)
+                closed_after_wrong = await client.receive_line()
+            async with tcp_client(server) as client:
+                right = await client.authenticate()
+                await client.initialize()
+                created = await client.call(create_entities(entity("Ada")))
+    assert refused["error"]["code"] == UNAUTHORIZED
+    assert AUTH_METHOD in refused["error"]["message"]
+    assert closed is None
+    assert wrong["error"] == {"code": UNAUTHORIZED, "message": "Unauthorized: the token is wrong."}
+    assert closed_after_wrong is None
+    assert right["result"] == {}
+    assert is_tool_success(created)
+
+
+async def test_the_sdk_client_session_works_over_a_tcp_connection(tmp_path: Path):
+    memory = tmp_path / "memory.db"
+    with anyio.fail_after(30):
+        async with (
+            network_server(memory, "--tcp", env={"GRAPHMEM_TOKEN": TOKEN}) as server,
+            tcp_session(server) as session,
+        ):
+            await session.send_ping()
+            assert "read_graph" in {tool.name for tool in (await session.list_tools()).tools}
+            result = await session.call_tool("create_entities", {"entities": [entity("Grace", "compiler")]})
+            assert result.is_error is False
+    assert [e.name for e in stored_graph(memory).entities] == ["Grace"]
+
+
+async def test_many_connections_write_at_once_and_every_write_is_stored(tmp_path: Path):
+    memory = tmp_path / "memory.db"
+
+    async def connection(server, number: int) -> None:
+        async with tcp_client(server) as client:
+            await client.initialize()
+            for i in range(25):
+                assert is_tool_success(await client.call(create_entities(entity(f"T{number}-{i}", "fact"))))
+
+    with anyio.fail_after(60):
+        async with network_server(memory, "--tcp") as server:
+            async with anyio.create_task_group() as tasks:
+                for number in range(8):
+                    tasks.start_soon(connection, server, number)
+            assert await server.stop() == 0
+    assert len(stored_graph(memory).entities) == 200
+
+
+async def test_sigterm_answers_every_request_it_read_and_stores_exactly_what_it_answered(tmp_path: Path):
+    memory = tmp_path / "memory.db"
+    with anyio.fail_after(60):
+        async with network_server(memory, "--tcp") as server, tcp_client(server) as client:
+            await client.initialize()
+            for i in range(50):
+                await client.call_later(create_entities(entity(f"S{i}")))
+            # Wait for the first answer, so the server is mid-way through the pipelined calls.
+            answers = [json.loads(await client.receive_line() or b"null")]
+            status = await server.stop()
+            while (line := await client.receive_line()) is not None:
+                answers.append(json.loads(line))
+    assert status == 0, server.log()
+    assert all(is_tool_success(answer) for answer in answers), answers
+    answered = {answer["result"]["structuredContent"]["entities"][0]["name"] for answer in answers}
+    assert {e.name for e in stored_graph(memory).entities} == answered

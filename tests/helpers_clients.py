@@ -2,8 +2,8 @@
 
 A transport is a function that starts a server on a memory file with some serve
 options and yields the connected SDK `Client`: in process over the SDK's in-memory
-streams, or `python -m graphmem` over stdio. Adding a transport (HTTP, TCP) is one
-function here and one name in `TRANSPORTS`.
+streams, or a real `python -m graphmem` process over stdio, Streamable HTTP or TCP on
+loopback. Adding a transport is one function here and one name in `TRANSPORTS`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pydantic import TypeAdapter
 import graphmem
 from graphmem.config import Settings
 from graphmem.server import build_server
+from tests.helpers_network import network_server, tcp_transport
 from tests.helpers_stdio import START_SECONDS
 
 
@@ -67,13 +68,18 @@ async def _in_memory(memory: Path, serve: Serve = Serve(), **client_options: Any
         graphmem_logger.setLevel(previous)
 
 
-@asynccontextmanager
-async def _stdio(memory: Path, serve: Serve = Serve(), **client_options: Any) -> AsyncIterator[Client]:
-    args = ["-m", "graphmem", "serve", "--log-level", serve.log_level]
+def _serve_args(serve: Serve) -> list[str]:
+    args = ["--log-level", serve.log_level]
     if serve.toolset is not None:
         args += ["--toolset", serve.toolset]
     if serve.tools is not None:
         args += ["--tools", serve.tools]
+    return args
+
+
+@asynccontextmanager
+async def _stdio(memory: Path, serve: Serve = Serve(), **client_options: Any) -> AsyncIterator[Client]:
+    args = ["-m", "graphmem", "serve", *_serve_args(serve)]
     faults: list[Exception] = []
     user_handler = client_options.pop("message_handler", None)
 
@@ -91,10 +97,28 @@ async def _stdio(memory: Path, serve: Serve = Serve(), **client_options: Any) ->
     assert faults == [], "the server wrote a line on stdout that is not JSON-RPC"
 
 
-TRANSPORTS: dict[str, Connect] = {"memory": _in_memory, "stdio": _stdio}
+@asynccontextmanager
+async def _http(memory: Path, serve: Serve = Serve(), **client_options: Any) -> AsyncIterator[Client]:
+    """`graphmem serve --http` on loopback, and the SDK client on its URL."""
+    async with network_server(memory, "--http", *_serve_args(serve), env=sdk_client_env(memory)) as server:
+        with anyio.fail_after(START_SECONDS):
+            async with Client(server.url, mode="legacy", **client_options) as client:
+                yield client
+
+
+@asynccontextmanager
+async def _tcp(memory: Path, serve: Serve = Serve(), **client_options: Any) -> AsyncIterator[Client]:
+    """`graphmem serve --tcp` on loopback, and the SDK client over the socket's lines."""
+    async with network_server(memory, "--tcp", *_serve_args(serve), env=sdk_client_env(memory)) as server:
+        with anyio.fail_after(START_SECONDS):
+            async with Client(tcp_transport(server, token=None), mode="legacy", **client_options) as client:
+                yield client
+
+
+TRANSPORTS: dict[str, Connect] = {"memory": _in_memory, "stdio": _stdio, "http": _http, "tcp": _tcp}
 """Every transport the behaviour tests run over, by the name the test ids show."""
 
-SLOW_TRANSPORTS = {"stdio"}
+SLOW_TRANSPORTS = {"stdio", "http", "tcp"}
 """Transports that start a process (marked `slow`)."""
 
 

@@ -21,12 +21,16 @@ from typing import Any
 import anyio
 import anyio.abc
 import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.session import ClientSession
 from mcp.shared.message import SessionMessage
 
 from tests.helpers_stdio import EXIT_SECONDS, INITIALIZE, INITIALIZED, START_SECONDS, server_env
 
 TOKEN = "test-token-0123456789abcdef"
+
+SessionStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+"""What an SDK client session reads from and writes to."""
 _ANNOUNCE = re.compile(rb"at ((?:http|tcp)://\S+)")
 
 
@@ -181,8 +185,12 @@ async def tcp_client(server: NetworkServer) -> AsyncIterator[TcpClient]:
 
 
 @asynccontextmanager
-async def tcp_session(server: NetworkServer, token: str | None = TOKEN) -> AsyncIterator[ClientSession]:
-    """The SDK's ClientSession over a TCP connection (after the token line, if a token is given)."""
+async def tcp_transport(
+    server: NetworkServer, token: str | None = TOKEN
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+]:
+    """Streams for the SDK's client over one TCP connection (after the token line, if a token is given)."""
     stream = await anyio.connect_tcp("127.0.0.1", server.port)
     async with stream:
         client = TcpClient(stream)
@@ -207,7 +215,13 @@ async def tcp_session(server: NetworkServer, token: str | None = TOKEN) -> Async
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(read)
             tasks.start_soon(write)
-            async with ClientSession(from_socket, to_socket) as session:
-                await session.initialize()
-                yield session
+            yield from_socket, to_socket
             tasks.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def tcp_session(server: NetworkServer, token: str | None = TOKEN) -> AsyncIterator[ClientSession]:
+    """The SDK's ClientSession over a TCP connection (after the token line, if a token is given)."""
+    async with tcp_transport(server, token) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session

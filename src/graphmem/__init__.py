@@ -12,6 +12,7 @@ from graphmem.errors import (
     SchemaVersionError,
     StorageBusyError,
     StorageError,
+    TimeLimitError,
 )
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, Graph, Relation
@@ -31,5 +32,6 @@ __all__ = [
     "SchemaVersionError",
     "StorageBusyError",
     "StorageError",
+    "TimeLimitError",
     "__version__",
 ]

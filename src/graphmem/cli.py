@@ -70,6 +70,16 @@ def serve_options(command: F) -> F:
         ),
     )(command)
     command = click.option(
+        "--call-time-limit",
+        type=click.FloatRange(min=0, max=86_400),
+        default=None,
+        metavar="SECONDS",
+        help=(
+            "Stop a tool call still running after this long, roll it back and say so; 0 means no limit "
+            "(env GRAPHMEM_CALL_TIME_LIMIT, default 60; compact is exempt)."
+        ),
+    )(command)
+    command = click.option(
         "--response-budget",
         type=click.IntRange(min=0),
         default=None,
@@ -89,6 +99,7 @@ def _settings(
     response_budget: int | None = None,
     toolset: str | None = None,
     tools: str | None = None,
+    call_time_limit: float | None = None,
 ) -> Settings:
     parent = ctx.find_root().params
     try:
@@ -98,6 +109,7 @@ def _settings(
             response_budget=response_budget if response_budget is not None else parent.get("response_budget"),
             toolset=toolset or parent.get("toolset"),
             tools=tools if tools is not None else parent.get("tools"),
+            call_time_limit=call_time_limit if call_time_limit is not None else parent.get("call_time_limit"),
         )
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
@@ -120,6 +132,7 @@ def cli(
     memory_file: str | None,
     strict: bool | None,
     response_budget: int | None,
+    call_time_limit: float | None,
     toolset: str | None,
     tools: str | None,
 ) -> None:
@@ -133,6 +146,7 @@ def cli(
             memory_file=memory_file,
             strict=strict,
             response_budget=response_budget,
+            call_time_limit=call_time_limit,
             toolset=toolset,
             tools=tools,
         )
@@ -207,6 +221,7 @@ def serve(
     memory_file: str | None,
     strict: bool | None,
     response_budget: int | None = None,
+    call_time_limit: float | None = None,
     toolset: str | None = None,
     tools: str | None = None,
     transport: str | None = None,
@@ -219,7 +234,7 @@ def serve(
     log_level: str = "warning",
 ) -> None:
     """Serve MCP over stdio (what an MCP client starts), or many clients over --http or --tcp."""
-    settings = _settings(ctx, memory_file, strict, response_budget, toolset, tools)
+    settings = _settings(ctx, memory_file, strict, response_budget, toolset, tools, call_time_limit)
     network: NetworkSettings | None = None
     if transport is not None:
         try:

@@ -62,6 +62,22 @@ def _parse_bool(key: str, value: str) -> bool:
 
 
 _BUDGET_HINT = "Give a whole number of tokens, 0 or more (0 means unlimited)."
+_TIME_LIMIT_HINT = "Give a number of seconds, 0 or more (0 means no limit)."
+
+DEFAULT_CALL_TIME_LIMIT = 60.0
+"""Seconds a tool call may take before it is stopped (compact is exempt)."""
+
+
+def _parse_time_limit(key: str, value: str) -> float:
+    if not value:
+        return DEFAULT_CALL_TIME_LIMIT
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ConfigError(key, value, _TIME_LIMIT_HINT) from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ConfigError(key, value, _TIME_LIMIT_HINT)
+    return seconds
 
 
 def _parse_budget(value: str) -> int:
@@ -88,6 +104,8 @@ class Settings:
             cut at an entity boundary (and says how to get the rest); 0 means unlimited.
         toolset: which tools the server lists: `official`, `default` or `all`.
         tools: an exact list of tool names to list instead of a toolset.
+        call_time_limit: seconds a tool call may run before it is stopped and rolled back;
+            0 means no limit.
     """
 
     memory_path: Path = field(default_factory=default_memory_path)
@@ -96,6 +114,7 @@ class Settings:
     response_budget: int = DEFAULT_RESPONSE_BUDGET
     toolset: str = "default"
     tools: tuple[str, ...] | None = None
+    call_time_limit: float = DEFAULT_CALL_TIME_LIMIT
 
     @property
     def backend(self) -> str:
@@ -112,6 +131,7 @@ class Settings:
         response_budget: int | None = None,
         toolset: str | None = None,
         tools: str | None = None,
+        call_time_limit: float | None = None,
         cwd: Path | None = None,
     ) -> Settings:
         """Build settings from flags (which win) and the environment.
@@ -123,6 +143,7 @@ class Settings:
             response_budget: the `--response-budget` flag, if given.
             toolset: the `--toolset` flag, if given.
             tools: the `--tools` flag (comma-separated names), if given.
+            call_time_limit: the `--call-time-limit` flag, if given.
             cwd: the directory relative paths resolve against; the working directory when None.
         """
         env = os.environ if environ is None else environ
@@ -153,7 +174,20 @@ class Settings:
             raise ConfigError(toolset_key, toolset, f"Choose one of: {', '.join(TOOLSET_NAMES)}.")
         raw_tools = tools if tools is not None else env.get("GRAPHMEM_TOOLS", "").strip() or None
         tool_names = None if raw_tools is None else tuple(name.strip() for name in raw_tools.split(",") if name.strip())
-        return cls(memory_path=path, strict=strict, response_budget=response_budget, toolset=toolset, tools=tool_names)
+        if call_time_limit is None:
+            call_time_limit = _parse_time_limit(
+                "GRAPHMEM_CALL_TIME_LIMIT", env.get("GRAPHMEM_CALL_TIME_LIMIT", "").strip()
+            )
+        elif not call_time_limit >= 0:
+            raise ConfigError("--call-time-limit", str(call_time_limit), _TIME_LIMIT_HINT)
+        return cls(
+            memory_path=path,
+            strict=strict,
+            response_budget=response_budget,
+            toolset=toolset,
+            tools=tool_names,
+            call_time_limit=call_time_limit,
+        )
 
 
 DEFAULT_HTTP_PORT = 8765

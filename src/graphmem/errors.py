@@ -11,6 +11,7 @@ was wrong and what to do next, in one sentence or two.
     ├── ImportFormatError          a line of an imported file cannot be understood
     └── StorageError               the backend failed; raised only from storage/
         ├── StorageBusyError       another process held the memory for too long
+        ├── TimeLimitError         a call ran past the time limit and was stopped
         └── SchemaVersionError     the memory was written by a newer graphmem
 """
 
@@ -27,6 +28,7 @@ __all__ = [
     "SchemaVersionError",
     "StorageBusyError",
     "StorageError",
+    "TimeLimitError",
 ]
 
 
@@ -112,6 +114,10 @@ class StorageError(GraphmemError):
 
 class StorageBusyError(StorageError):
     """Another process kept the memory locked for longer than the wait limit."""
+
+
+class TimeLimitError(StorageError):
+    """A call ran past the server's time limit; it was stopped and rolled back."""
 
 
 class SchemaVersionError(StorageError):

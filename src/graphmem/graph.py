@@ -10,6 +10,7 @@ Every public method is one store transaction, so a call is all-or-nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -378,6 +379,10 @@ class KnowledgeGraph:
                 if relation.from_ in names and relation.to in names
             ]
         return GraphPage(Graph(tuple(entities), tuple(relations)), offset, total)
+
+    def time_limit(self, seconds: float) -> AbstractContextManager[None]:
+        """Work in the block is stopped and rolled back (`TimeLimitError`) once `seconds` pass; 0: no limit."""
+        return self.store.time_limit(seconds)
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         """The whole graph in the official wire form, or None when it holds more than `at_most` entities."""

@@ -12,7 +12,7 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -61,6 +61,8 @@ class AppState:
     log_levels: weakref.WeakKeyDictionary[Connection, int] = field(default_factory=weakref.WeakKeyDictionary)
     """The Python level from which each connection that sent logging/setLevel gets log messages."""
     relay: LogRelay = field(default_factory=LogRelay)
+    call_time_limit: float = 0.0
+    """Seconds a tool call may run before the store stops it and rolls it back; 0: no limit."""
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking graph code on a worker thread, so the event loop keeps serving."""
@@ -140,7 +142,7 @@ def build_server(
         store = await anyio.to_thread.run_sync(open_store, settings)
         try:
             graph = KnowledgeGraph(store, strict=settings.strict, limits=settings.limits)
-            state = AppState(ToolContext(graph, settings.response_budget))
+            state = AppState(ToolContext(graph, settings.response_budget), call_time_limit=settings.call_time_limit)
             state.relay.attach()
             try:
                 yield state
@@ -168,9 +170,9 @@ def build_server(
         ctx: ServerRequestContext[AppState], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         state = ctx.lifespan_context
-        result = await _run_tool(state, specs.get(params.name), params)
+        result = await _run_tool(ctx, specs.get(params.name), params)
         if state.relay.has_pending():
-            await _send_logs(state)
+            await _send_logs(ctx)
         return result
 
     async def list_resources(
@@ -203,7 +205,7 @@ def build_server(
         finally:
             # A JSONL memory another process rewrote is read again here, and may warn.
             if state.relay.has_pending():
-                await _send_logs(state)
+                await _send_logs(ctx)
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
         )
@@ -343,9 +345,16 @@ def _pages(tools: list[types.Tool], size: int | None) -> dict[str | None, types.
     return pages
 
 
+def _run_within_limit(spec: ToolSpec, tools: ToolContext, arguments: Any, seconds: float) -> ToolOutput:
+    """Run a tool on the worker thread, stopped and rolled back past the call time limit."""
+    with tools.graph.time_limit(seconds if spec.time_limited else 0):
+        return spec.run(tools, arguments)
+
+
 async def _run_tool(
-    state: AppState, spec: ToolSpec | None, params: types.CallToolRequestParams
+    ctx: ServerRequestContext[AppState], spec: ToolSpec | None, params: types.CallToolRequestParams
 ) -> types.CallToolResult:
+    state = ctx.lifespan_context
     if spec is None:
         # A tool result, not a JSON-RPC error, as the official server answers; its text
         # starts with the official one.
@@ -358,7 +367,7 @@ async def _run_tool(
         return _tool_error(_format_validation_error(spec.name, error))
     started = time.perf_counter()
     try:
-        output = await state.run(spec.run, state.tools, arguments)
+        output = await state.run(_run_within_limit, spec, state.tools, arguments, state.call_time_limit)
     except GraphmemError as error:
         return _tool_error(str(error))
     except Exception as error:
@@ -371,7 +380,7 @@ async def _run_tool(
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("%s answered in %.2f ms", spec.name, (time.perf_counter() - started) * 1000)
     if output.changed:
-        await _notify_updated(state)
+        await _notify_updated(ctx)
     return _tool_result(output)
 
 
@@ -410,13 +419,34 @@ async def _read_resource_text(state: AppState, uri: str) -> str:
     return text
 
 
-async def _notify_updated(state: AppState) -> None:
+_Notice = types.ResourceUpdatedNotification | types.LoggingMessageNotification
+
+
+async def _notify(ctx: ServerRequestContext[AppState], connection: Connection, notification: _Notice) -> None:
+    """Send a notice to a connection; to the caller's own on its request's stream.
+
+    On Streamable HTTP a notice on the connection's own stream (the client's GET) may
+    arrive after the answer to the call that caused it; on the request's stream (the
+    POST's answer) it arrives first, as it does over stdio and TCP. Never raises: a
+    client that has gone just misses it.
+    """
+    if connection is _connection_of(ctx.session):
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
+    elif isinstance(notification, types.ResourceUpdatedNotification):
+        await connection.send_resource_updated(notification.params.uri)
+    else:
+        await connection.notify(notification.method, notification.params.model_dump(mode="json", exclude_none=True))
+
+
+async def _notify_updated(ctx: ServerRequestContext[AppState]) -> None:
     """Tell every session subscribed to a resource that a write changed it.
 
     As the official server does, this goes out before the tool's own answer. The graph
     resource changes with every write; an entity's resource when its text changed,
     which costs one read per subscribed entity and write, and nothing without one.
     """
+    state = ctx.lifespan_context
     subscriptions = list(state.subscribers.items())
     watched = {uri for _, uris in subscriptions for uri in uris if uri.startswith(ENTITY_PREFIX)}
     for uri in [uri for uri in state.entity_texts if uri not in watched]:
@@ -436,24 +466,23 @@ async def _notify_updated(state: AppState) -> None:
     for connection, uris in subscriptions:
         # The graph's notice first, as the official server sends it; then the entities'.
         for uri in sorted(uris & changed, key=lambda uri: (uri != GRAPH_URI, uri)):
-            # Never raises: a client that has gone just misses the notice, and the
-            # caller's write still answers.
-            await connection.send_resource_updated(uri)
+            notice = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
+            await _notify(ctx, connection, notice)
 
 
-async def _send_logs(state: AppState) -> None:
+async def _send_logs(ctx: ServerRequestContext[AppState]) -> None:
     """Send the log records collected so far to each connection whose level they reach."""
+    state = ctx.lifespan_context
     records = state.relay.drain()
     for connection, level in list(state.log_levels.items()):
         for record in records:
             if record.levelno >= level:
-                # Connection.notify rather than the SDK's log helpers, which warn that logging
-                # is deprecated from protocol 2026-07-28 on; this client asked for it. Never
-                # raises: a client that has gone just misses the message.
-                await connection.notify(
-                    "notifications/message",
-                    {"level": record.level, "logger": record.logger, "data": record.message},
+                # A notification of our own rather than the SDK's log helpers, which warn
+                # that logging is deprecated from protocol 2026-07-28 on; this client asked for it.
+                params = types.LoggingMessageNotificationParams(
+                    level=cast(types.LoggingLevel, record.level), logger=record.logger, data=record.message
                 )
+                await _notify(ctx, connection, types.LoggingMessageNotification(params=params))
 
 
 def initialization_options(server: Server[AppState]) -> InitializationOptions:

@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from graphmem.errors import StorageBusyError, StorageError
+from graphmem.errors import StorageBusyError, StorageError, TimeLimitError
 from graphmem.models import Entity, Relation
 from graphmem.storage.words import SearchResult, WordSearch
 
@@ -126,6 +126,12 @@ class Store(Protocol):
 
     def iter_relations(self) -> Iterator[Relation]:
         """Every relation, in the order they were created."""
+        ...
+
+    def time_limit(self, seconds: float) -> AbstractContextManager[None]:
+        """Stop the store's work in the block once `seconds` have passed since it began: the
+        running statement is interrupted, its transaction rolls back and `TimeLimitError`
+        is raised. 0 means no limit. A backend that cannot stop midway may ignore it."""
         ...
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
@@ -271,6 +277,12 @@ def map_driver_errors() -> Iterator[None]:
         if "locked" in message or "busy" in message:
             raise StorageBusyError(
                 "The memory stayed locked by another process for too long; nothing was changed. Retry the call."
+            ) from exc
+        if "interrupted" in message:
+            # Only the store's time limit interrupts a statement (see SQLiteStore.time_limit).
+            raise TimeLimitError(
+                "The call ran past the server's time limit and was stopped; nothing was changed. "
+                "Ask for less at once (a limit, fewer names, a narrower query) and call again."
             ) from exc
         raise StorageError(f"The memory database failed ({message}); nothing was changed.") from exc
     except sqlite3.DatabaseError as exc:

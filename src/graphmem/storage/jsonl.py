@@ -611,6 +611,11 @@ class JsonlStore:
             if row is not None:
                 yield row.value
 
+    def time_limit(self, seconds: float) -> AbstractContextManager[None]:
+        # Every call works on the graph held in memory, in Python, and cannot be stopped
+        # midway; the longest (a search) reads each entity once.
+        return nullcontext()
+
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         entities = [entity.to_wire() for entity in self.iter_entities()]
         if len(entities) > at_most:

@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from importlib import resources
@@ -75,6 +76,10 @@ def _extra(value: str | None) -> dict[str, Any] | None:
 
 # A limited search stops counting official matches past this many: they come from a
 # common word, and walking the best word matches finds the best of them sooner.
+# How often (in SQLite virtual-machine steps, about a millisecond's worth) a call under a
+# time limit checks the clock.
+_PROGRESS_STEPS = 100_000
+
 _MANY_OFFICIAL = 1000
 _WALK_CHUNK = 128
 
@@ -313,17 +318,27 @@ class SQLiteStore:
                         self._refresh_word_index()
             except BaseException:
                 self._depth, self._writing = 0, False
-                with map_backend_errors():
-                    self._conn.execute("ROLLBACK")
+                self._roll_back()
                 raise
             wrote, self._depth, self._writing = self._writing, 0, False
             if wrote:
                 # The word index may have changed: the terms' counts are recounted.
                 self._term_counts.forget()
-            with map_backend_errors():
-                self._conn.execute("COMMIT")
+            try:
+                with map_backend_errors():
+                    self._conn.execute("COMMIT")
+            except BaseException:
+                self._roll_back()
+                raise
             if wrote and self._checkpointer is not None:
                 self._checkpointer.request()
+
+    def _roll_back(self) -> None:
+        # A statement stopped by the time limit has already rolled its transaction back
+        # (SQLite does so on an interrupt); a second ROLLBACK would fail.
+        if self._conn.in_transaction:
+            with map_backend_errors():
+                self._conn.execute("ROLLBACK")
 
     def write(self) -> AbstractContextManager[None]:
         return self._transaction(_BEGIN_WRITE)
@@ -445,6 +460,25 @@ class SQLiteStore:
             "SELECT from_name, to_name, relation_type, extra FROM relations ORDER BY id"
         ):
             yield Relation(from_, to, relation_type, _extra(extra))
+
+    @contextmanager
+    def time_limit(self, seconds: float) -> Iterator[None]:
+        if seconds <= 0:
+            yield
+            return
+        deadline = time.monotonic() + seconds
+
+        def past_deadline() -> bool:
+            # SQLite calls this every _PROGRESS_STEPS virtual-machine steps; True interrupts
+            # the statement, which fails as "interrupted" and rolls its transaction back.
+            return time.monotonic() > deadline
+
+        with self._lock:
+            self._conn.set_progress_handler(past_deadline, _PROGRESS_STEPS)
+            try:
+                yield
+            finally:
+                self._conn.set_progress_handler(None, 0)
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         if self._entity_count(None) > at_most:

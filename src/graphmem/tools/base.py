@@ -116,6 +116,8 @@ class ToolSpec:
     annotations: types.ToolAnnotations
     arguments: type[ToolArgs]
     run: Callable[[ToolContext, Any], ToolOutput]
+    time_limited: bool = True
+    """Whether the server's call time limit applies (not to compact, which rewrites the file)."""
 
     def listing(self) -> types.Tool:
         return types.Tool(

@@ -373,5 +373,7 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
         annotations=IDEMPOTENT_WRITE,
         arguments=_NoArgs,
         run=compact,
+        # VACUUM rewrites the whole file: minutes on a huge memory, and never partial.
+        time_limited=False,
     ),
 )

@@ -28,6 +28,7 @@ __all__ = [
     "Fitted",
     "fit_graph",
     "cut_note",
+    "first_read_size",
     "fit_items",
     "most_that_fit",
     "next_read_size",
@@ -163,6 +164,23 @@ def fit_graph(graph: Graph, budget_tokens: int) -> Fitted:
         return Fitted(graph, total, 0)
     relations = tuple(graph.relations[index] for index in sorted(kept_relations))
     return Fitted(Graph(graph.entities[:kept], relations), total, total - kept)
+
+
+# Rough sizes in an answer's text, for a first guess only: an entity's frame and name, an
+# observation, a relation. Each relation is shown once, but a run of entities from a large
+# graph brings about two per relation an entity has on average (its own and its neighbours').
+_GUESS_ENTITY, _GUESS_OBSERVATION, _GUESS_RELATION = 80, 70, 90
+
+
+def first_read_size(entities: int, relations: int, observations: int, budget_tokens: int) -> int:
+    """How many entities a first read should load to fill the budget, guessed from the
+    memory's counts with a quarter to spare; the reads after it measure instead of guess."""
+    per_entity = (
+        _GUESS_ENTITY
+        + _GUESS_OBSERVATION * observations / max(1, entities)
+        + _GUESS_RELATION * 2 * relations / max(1, entities)
+    )
+    return int(budget_tokens * CHARS_PER_TOKEN * 1.25 / per_entity) + 1
 
 
 def next_read_size(graph: Graph, read: int, budget_tokens: int) -> int:

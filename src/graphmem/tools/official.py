@@ -22,6 +22,7 @@ from graphmem.tools.budget import (
     SMALLEST_OUTLINE,
     Fitted,
     cut_note,
+    first_read_size,
     fit_graph,
     fit_items,
     most_that_fit,
@@ -267,8 +268,14 @@ def _head_that_fits(ctx: ToolContext, cap: int) -> tuple[GraphPage, Fitted | Non
     it, in any read).
     """
     # A small memory (the usual one) is read whole at once: two reads would cost more
-    # than reading a few more entities than the budget shows. The count is kept by the store.
-    limit = cap if ctx.graph.counts().entities <= _SMALL_MEMORY else min(_FIRST_HEAD, cap)
+    # than reading a few more entities than the budget shows. A larger one is first read
+    # as far as its counts (kept by the store) suggest the budget reaches.
+    counts = ctx.graph.counts()
+    if counts.entities <= _SMALL_MEMORY:
+        limit = cap
+    else:
+        guess = first_read_size(counts.entities, counts.relations, counts.observations, ctx.response_budget)
+        limit = min(max(_FIRST_HEAD, guess), cap)
     while True:
         page = ctx.graph.read_head(limit)
         if limit >= cap or len(page.graph.entities) < limit:

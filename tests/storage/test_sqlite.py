@@ -432,3 +432,39 @@ def test_closing_a_store_checkpoints_what_the_thread_had_not_copied(tmp_path: Pa
     store.close()
     assert _in_the_database_file(path) == {"A"}
     assert not (tmp_path / "memory.db-wal").exists()
+
+
+def _official_names(store: SQLiteStore) -> list[str]:
+    with store.read():
+        wire = store.official_graph(100)
+    assert wire is not None
+    return [entity["name"] for entity in wire["entities"]]
+
+
+def test_the_official_graph_follows_writes_from_this_and_other_connections(tmp_path: Path):
+    mine, other = SQLiteStore(tmp_path / "memory.db"), SQLiteStore(tmp_path / "memory.db")
+    with mine.write():
+        mine.insert_entities([Entity("A", "t")])
+    assert _official_names(mine) == ["A"]
+    assert _official_names(mine) == ["A"]  # answered again, unchanged
+    with mine.write():
+        mine.insert_entities([Entity("B", "t")])
+    assert _official_names(mine) == ["A", "B"]
+    with other.write():
+        other.insert_entities([Entity("C", "t")])
+    assert _official_names(mine) == ["A", "B", "C"]
+    mine.close()
+    other.close()
+
+
+def test_the_official_graph_read_inside_a_write_that_rolls_back_is_not_kept(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        store.insert_entities([Entity("A", "t")])
+    assert _official_names(store) == ["A"]
+    with pytest.raises(_ImportInterrupted), store.write():
+        store.insert_entities([Entity("Gone", "t")])
+        assert [e["name"] for e in (store.official_graph(100) or {"entities": []})["entities"]] == ["A", "Gone"]
+        raise _ImportInterrupted
+    assert _official_names(store) == ["A"]
+    store.close()

@@ -326,6 +326,18 @@ def test_the_official_graph_is_the_whole_graph_in_the_official_wire_form(store: 
     assert too_many is None
 
 
+def test_words_found_everywhere_add_nothing_to_the_entities_holding_the_whole_query(store: Store):
+    # Every entity has the words "0" and "1" in its tag; only e0 and z hold "#0-1" itself
+    # (z more often, which would rank it first if those words counted).
+    with store.write():
+        store.insert_entities([Entity(f"e{i}", "t", (f"note #{i}-0", f"note #{i}-1")) for i in range(40)])
+        store.insert_entities([Entity("z", "t", ("#0-1 again", "#0-1 and #0-1 twice"))])
+    assert _names(_search(store, "#0-1")) == ["e0", "z"]  # in creation order: the words rank nothing
+    assert _names(_search(store, "#0-1", limit=10)) == ["e0", "z"]
+    # Without a whole-query match, the same words still find something.
+    assert len(_search(store, "0 1", limit=5)) == 5
+
+
 def test_limit_and_offset_page_through_one_order(store: Store):
     with store.write():
         store.insert_entities(

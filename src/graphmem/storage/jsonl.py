@@ -52,7 +52,15 @@ from graphmem.storage.jsonl_format import (
     encode_entity,
     encode_relation,
 )
-from graphmem.storage.words import SearchHit, SearchResult, WordDocument, WordSearch, bm25
+from graphmem.storage.words import (
+    SearchHit,
+    SearchResult,
+    WordDocument,
+    WordSearch,
+    bm25_of,
+    only_everywhere,
+    term_frequencies,
+)
 
 __all__ = ["JsonlStore"]
 
@@ -679,7 +687,9 @@ class JsonlStore:
                     row.words = WordDocument(entity.name, list(entity.aliases), entity.entity_type, entity.observations)
                 rows.append((position, row, entity))
                 documents.append(row.words)
-        scores = bm25(documents, search.terms, search.weights)
+        frequencies = term_frequencies(documents, search.terms, search.weights)
+        everywhere = only_everywhere(frequencies, len(documents))
+        scores = bm25_of(documents, frequencies)
         best: dict[str, tuple[bool, float, int]] = {}
         for index, (position, row, entity) in enumerate(rows):
             if search.entity_type is not None and entity.entity_type != search.entity_type:
@@ -697,6 +707,11 @@ class JsonlStore:
             best[entity.name] = (official, score, position)
         ordered = sorted(best.items(), key=lambda item: (not item[1][0], -item[1][1], item[1][2]))
         hits = [SearchHit(name, official, score) for name, (official, score, _) in ordered]
+        if everywhere and hits and hits[0].official:
+            # As in SQLite: words found everywhere neither order the whole-query matches
+            # (creation order does) nor add entities to them.
+            official_hits = sorted((item for item in best.items() if item[1][0]), key=lambda item: item[1][2])
+            hits = [SearchHit(name, True, 0.0) for name, _ in official_hits]
         if search.limit is not None:
             page = hits[search.offset : search.offset + search.limit]
         else:

@@ -34,7 +34,15 @@ from graphmem.storage.base import (
 )
 from graphmem.storage.checkpoints import FALLBACK_PAGES, Checkpointer
 from graphmem.storage.sqlite_ranking import fts_phrase, term_query
-from graphmem.storage.words import SearchHit, SearchResult, Term, WordSearch, is_common
+from graphmem.storage.words import (
+    SearchHit,
+    SearchResult,
+    Term,
+    WordSearch,
+    everywhere_count,
+    is_common,
+    is_everywhere,
+)
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -265,6 +273,10 @@ class SQLiteStore:
             self._conn.execute(f"PRAGMA wal_autocheckpoint={FALLBACK_PAGES}")
         self._lock = threading.RLock()
         self._term_counts = sqlite_ranking.TermCounts()
+        self._writes = 0
+        """Write transactions this connection committed: what it changed, data_version does not show."""
+        self._official: tuple[tuple[int, int], list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        """The last official_graph answer of a small memory, and the state it was read in."""
         self._depth = 0
         self._writing = False
         self._bulk = False
@@ -324,6 +336,7 @@ class SQLiteStore:
             if wrote:
                 # The word index may have changed: the terms' counts are recounted.
                 self._term_counts.forget()
+                self._writes += 1
             try:
                 with map_backend_errors():
                     self._conn.execute("COMMIT")
@@ -481,12 +494,29 @@ class SQLiteStore:
                 self._conn.set_progress_handler(None, 0)
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
-        if self._entity_count(None) > at_most:
+        # The memory as it stands: data_version moves when another connection commits, the
+        # write count when this one does; an unchanged memory gives the same answer.
+        (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+        state = (version, self._writes)
+        if self._writing:
+            # Inside a write the memory may still roll back: nothing read now is kept.
+            self._official = None
+        if self._writing or self._official is None or self._official[0] != state:
+            if self._entity_count(None) > at_most:
+                return None
+            # SQLite writes the JSON in C; orjson reads it back faster than Python could build it.
+            (entities,) = self._conn.execute(_OFFICIAL_ENTITIES).fetchone()
+            (relations,) = self._conn.execute(_OFFICIAL_RELATIONS).fetchone()
+            answer = (state, orjson.loads(entities), orjson.loads(relations))
+            if not self._writing:
+                self._official = answer
+        else:
+            answer = self._official
+        _, entities, relations = answer
+        if len(entities) > at_most:
             return None
-        # SQLite writes the JSON in C; orjson reads it back faster than Python could build it.
-        (entities,) = self._conn.execute(_OFFICIAL_ENTITIES).fetchone()
-        (relations,) = self._conn.execute(_OFFICIAL_RELATIONS).fetchone()
-        return {"entities": orjson.loads(entities), "relations": orjson.loads(relations)}
+        # New lists for the caller; the items are never changed by anyone.
+        return {"entities": list(entities), "relations": list(relations)}
 
     def page_entities(self, entity_type: str | None, offset: int, limit: int | None) -> tuple[list[Entity], int]:
         where = "" if entity_type is None else " WHERE entity_type = ?1"
@@ -637,8 +667,12 @@ class SQLiteStore:
             ranked = self._walk_best_words(search, query, end)
             length = len(ranked)
         else:
-            ranked = [(i, True, score) for i, score in self._rank_official(search, query, official, named_end)]
-            wanted = search.max_word_matches if end is None else end - len(official)
+            # Words found everywhere ("#0-1" is "0" and "1", in every entity's tag) cannot tell
+            # entities apart: they neither order the whole-query matches nor add to them.
+            everywhere = bool(official) and bool(counts) and self._only_everywhere(terms, counts, rows)
+            rank_by = None if everywhere else query
+            ranked = [(i, True, score) for i, score in self._rank_official(search, rank_by, official, named_end)]
+            wanted = 0 if everywhere else search.max_word_matches if end is None else end - len(official)
             best: list[tuple[int, float]] = []
             if query and wanted > 0:
                 pruned = None
@@ -684,6 +718,13 @@ class SQLiteStore:
         scores = self._scores(search, query, official) if query and official else {}
         ordered = sorted(official, key=lambda i: (-scores.get(i, 0.0), i))
         return [(i, scores.get(i, 0.0)) for i in ordered[:upto]]
+
+    def _only_everywhere(self, terms: Sequence[Term], counts: Sequence[int], rows: int) -> bool:
+        """Whether every term is `is_everywhere`; counted further only when all are common."""
+        if not all(is_common(count, rows) for count in counts):
+            return False
+        at_least = everywhere_count(rows)
+        return all(is_everywhere(self._count_term(term, at_least), rows) for term in terms)
 
     def _informative_terms(self, terms: Sequence[Term], rows: int) -> tuple[list[Term], list[int]]:
         """The terms without those found in half of the rows or more (unless all are), and

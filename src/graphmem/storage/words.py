@@ -31,7 +31,12 @@ __all__ = [
     "bm25",
     "idf",
     "index_words",
+    "bm25_of",
     "is_common",
+    "everywhere_count",
+    "is_everywhere",
+    "only_everywhere",
+    "term_frequencies",
     "score",
     "score_bound",
     "stem",
@@ -350,10 +355,13 @@ def bm25(documents: Sequence[WordDocument], terms: Sequence[Term], weights: Sequ
     Returns:
         the score of each matching document, by its index in `documents`.
     """
-    if not documents or not terms:
-        return {}
-    rows = len(documents)
-    average = sum(document.length for document in documents) / rows
+    return bm25_of(documents, term_frequencies(documents, terms, weights))
+
+
+def term_frequencies(
+    documents: Sequence[WordDocument], terms: Sequence[Term], weights: Sequence[float]
+) -> list[dict[int, float]]:
+    """For each term, the weighted frequency in each document that holds it, by document index."""
     frequencies: list[dict[int, float]] = []
     for term in terms:
         word = stem(term.word)
@@ -363,12 +371,44 @@ def bm25(documents: Sequence[WordDocument], terms: Sequence[Term], weights: Sequ
             if frequency:
                 hits[index] = frequency
         frequencies.append(hits)
-    informative = [hits for hits in frequencies if not is_common(len(hits), rows)] or frequencies
+    return frequencies
+
+
+def only_everywhere(frequencies: Sequence[dict[int, float]], rows: int) -> bool:
+    """Whether every term of a query is found nearly everywhere (`is_everywhere`)."""
+    return bool(frequencies) and all(is_everywhere(len(hits), rows) for hits in frequencies)
+
+
+def everywhere_count(rows: int) -> int:
+    """The fewest documents a term must be found in to be `is_everywhere`."""
+    return max(1, math.ceil(rows * _EVERYWHERE))
+
+
+def is_everywhere(matches: int, rows: int) -> bool:
+    """Whether a term is found in nearly every document (9 in 10 or more).
+
+    Words like that ("0" and "1" in a memory where every entity has a tag `#N-0`) cannot
+    tell entities apart: a query made only of them adds no entity, by its words, to those
+    that contain the whole query.
+    """
+    return rows > 0 and matches >= everywhere_count(rows)
+
+
+def bm25_of(documents: Sequence[WordDocument], frequencies: Sequence[dict[int, float]]) -> dict[int, float]:
+    """`bm25` from the terms' frequencies (`term_frequencies`)."""
+    if not documents or not frequencies:
+        return {}
+    rows = len(documents)
+    average = sum(document.length for document in documents) / rows
+    informative = [hits for hits in frequencies if not is_common(len(hits), rows)] or list(frequencies)
     idfs = [idf(len(hits), rows) for hits in informative]
     return {
         index: score([hits.get(index, 0.0) for hits in informative], idfs, documents[index].length, average)
         for index in sorted({index for hits in informative for index in hits})
     }
+
+
+_EVERYWHERE = 0.9
 
 
 def idf(matches: int, rows: int) -> float:

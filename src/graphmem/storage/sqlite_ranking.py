@@ -35,8 +35,12 @@ MIN_MATCHES = 2000
 """Below this many matches (all terms together) FTS5 ranks them faster than pruning would."""
 
 # At most this many entities are scored in Python (~15 µs each: reading the document and
-# splitting it into words) before FTS5's ranking is cheaper.
+# splitting it into words) before FTS5's ranking is cheaper. FTS5 scores every row the
+# query matches (~0.7 µs each), so on a large memory, where the common words match hundreds
+# of thousands of rows, scoring a few thousand here costs at most half of that.
 _MAX_SCORED = 256
+_MAX_SCORED_LARGE = 4096
+_FTS5_TO_PYTHON = 40
 
 # Word sets: with more terms left than this, or once this many queries did not settle the
 # answer, FTS5 ranking everything is as cheap (each query also counts every term's rows).
@@ -154,6 +158,7 @@ def best_matches(
     """
     if not terms or sum(counts) < MIN_MATCHES:
         return None
+    max_scored = max(_MAX_SCORED, min(_MAX_SCORED_LARGE, sum(counts) // _FTS5_TO_PYTHON))
     idfs = [idf(count, rows) for count in counts]
     bounds = [score_bound(term_idf) for term_idf in idfs]
     stems = [stem(term.word) for term in terms]
@@ -171,14 +176,14 @@ def best_matches(
             if sum(bounds[index] for index in unseen) * _MARGIN < kth:
                 break  # an entity matching only the terms left scores below the k-th
         index = unseen[0]
-        if len(seen) + counts[index] > _MAX_SCORED:
+        if len(seen) + counts[index] > max_scored:
             # Too many to score here: FTS5 scores the rest, a few words at a time.
             found = _best_by_word_sets(conn, terms, bounds, unseen, weights, wanted, exclude, entity_type, scored)
             if found is None:
                 return None
             break
         unseen.pop(0)
-        params = {"query": term_query(terms[index]), "limit": _MAX_SCORED + 1, "type": entity_type}
+        params = {"query": term_query(terms[index]), "limit": max_scored + 1, "type": entity_type}
         for rowid, name, aliases, entity_type_text, observations in conn.execute(sql, params):
             if rowid in seen:
                 continue

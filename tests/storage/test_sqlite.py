@@ -468,3 +468,24 @@ def test_the_official_graph_read_inside_a_write_that_rolls_back_is_not_kept(tmp_
         raise _ImportInterrupted
     assert _official_names(store) == ["A"]
     store.close()
+
+
+def test_the_name_type_and_alias_indexes_follow_real_changes_only(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        store.insert_entities([Entity("Alice Smith", "person", ("likes tea",), {"aliases": ["Ali"]})])
+    # A rewrite of the row with the same name, type and aliases (what an observation write does).
+    with store.write():
+        store.update_entity("Alice Smith", Entity("Alice Smith", "person", (), {"aliases": ["Ali"], "version": 2}))
+    with store.read():
+        assert set(store.find_text("ice smi")) == {"Alice Smith"}
+        assert store.resolve_names(["Ali"]) == {"Ali": "Alice Smith"}
+    with store.write():
+        store.update_entity("Alice Smith", Entity("Alicia Smith", "author", (), {"aliases": ["Lissy"], "version": 3}))
+    with store.read():
+        assert store.find_text("ice smi") == {}
+        assert set(store.find_text("icia smi")) == {"Alicia Smith"}
+        assert set(store.find_text("autho")) == {"Alicia Smith"}
+        assert store.resolve_names(["Ali", "Lissy"]) == {"Lissy": "Alicia Smith"}
+        assert store.entity_type_counts() == [("author", 1)]
+    store.close()

@@ -7,26 +7,21 @@ than its sibling.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field
 
 from graphmem import schemas, search
 from graphmem.limits import Limits
-from graphmem.models import Entity, Graph, GraphPage, ObservationAddition, ObservationDeletion, Relation
+from graphmem.models import Entity, GraphPage, ObservationAddition, ObservationDeletion, Relation
 from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
-from graphmem.tools.budget import (
-    CHARS_PER_TOKEN,
-    SMALLEST_ENTITY,
-    SMALLEST_OUTLINE,
-    Fitted,
-    cut_note,
-    first_read_size,
-    fit_graph,
-    fit_items,
-    most_that_fit,
-    next_read_size,
+from graphmem.tools.budget import SMALLEST_ENTITY, SMALLEST_OUTLINE, cut_note, fit_graph, fit_items, most_that_fit
+from graphmem.tools.reading import (
+    SMALL_MEMORY,
+    bounded_graph_output,
+    fits,
+    head_that_fits,
+    ranked_that_fit,
 )
 
 __all__ = ["OFFICIAL_TOOLS"]
@@ -184,56 +179,6 @@ def delete_relations(ctx: ToolContext, args: _RelationsArgs) -> ToolOutput:
     return _delete_result(f"Deleted {outcome.deleted} of {outcome.requested} relations. The rest matched nothing.")
 
 
-def _graph_output(wire: dict[str, Any]) -> ToolOutput:
-    return ToolOutput(wire, dump_json(wire))
-
-
-def _fits(ctx: ToolContext, text: str) -> bool:
-    return ctx.response_budget <= 0 or len(text) <= ctx.response_budget * CHARS_PER_TOKEN
-
-
-def _bounded_graph_output(
-    ctx: ToolContext,
-    graph: Graph,
-    how_to_continue: str,
-    *,
-    offset: int = 0,
-    requested: int | None = None,
-    extra: dict[str, Any] | None = None,
-    fitted: Fitted | None = None,
-) -> ToolOutput:
-    """A graph answer cut to the response budget, saying what was left out.
-
-    Args:
-        offset: where the answer starts among all matching entities (for `nextOffset`).
-        requested: how many entities the call asked for, when the graph holds only the
-            first of them (a read fetches no more than the budget could show).
-        fitted: `fit_graph(graph, ctx.response_budget)`, when the caller has it already.
-    """
-    if fitted is None and (requested is None or requested <= len(graph.entities)):
-        # The usual answer is far below the budget: write it once and measure the text,
-        # rather than pricing every entity and relation first.
-        wire = graph.to_wire()
-        if extra:
-            wire.update(extra)
-        text = dump_json(wire)
-        if _fits(ctx, text):
-            return ToolOutput(wire, text)
-    if fitted is None:
-        fitted = fit_graph(graph, ctx.response_budget)
-    wire = fitted.graph.to_wire()
-    if extra:
-        wire.update(extra)
-    shown = len(fitted.graph.entities)
-    omitted = (len(graph.entities) if requested is None else requested) - shown
-    if omitted <= 0:
-        return _graph_output(wire)
-    next_offset = offset + shown
-    wire["truncated"] = {"omittedEntities": omitted, "nextOffset": next_offset}
-    how = how_to_continue.format(next=next_offset)
-    return ToolOutput(wire, dump_json(wire), (cut_note(shown, omitted, ctx.response_budget, how),))
-
-
 _READ_GRAPH_MORE = (
     "Call read_graph with offset={next} and a limit for the next entities, narrow it with entityType, or use "
     'mode "names" for a short list of every entity; search_nodes finds entities by what they hold.'
@@ -252,40 +197,6 @@ def _capped(limit: int | None, cap: int | None) -> int | None:
     return cap if limit is None else min(limit, cap)
 
 
-# The first read of a plain read_graph: about what a budget of a few thousand tokens shows.
-_FIRST_HEAD = 64
-_SMALL_MEMORY = 256
-
-
-def _head_that_fits(ctx: ToolContext, cap: int) -> tuple[GraphPage, Fitted | None]:
-    """The first entities of the graph, enough of them that the budget cuts the answer (or all),
-    and the cut when it was measured.
-
-    `cap` entities of the smallest size would fill the budget, but real ones are larger:
-    a read of `cap` entities loads and measures several times what is shown. Reading a
-    few, then as many as their size says will fill the budget, until the budget cuts
-    inside them, gives the same answer (an entity's cost counts every relation touching
-    it, in any read).
-    """
-    # A small memory (the usual one) is read whole at once: two reads would cost more
-    # than reading a few more entities than the budget shows. A larger one is first read
-    # as far as its counts (kept by the store) suggest the budget reaches.
-    counts = ctx.graph.counts()
-    if counts.entities <= _SMALL_MEMORY:
-        limit = cap
-    else:
-        guess = first_read_size(counts.entities, counts.relations, counts.observations, ctx.response_budget)
-        limit = min(max(_FIRST_HEAD, guess), cap)
-    while True:
-        page = ctx.graph.read_head(limit)
-        if limit >= cap or len(page.graph.entities) < limit:
-            return page, None
-        fitted = fit_graph(page.graph, ctx.response_budget)
-        if fitted.cut:
-            return page, fitted
-        limit = min(next_read_size(page.graph, limit, ctx.response_budget), cap)
-
-
 def read_graph(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
     if args.mode != "full":
         return _read_outlines(ctx, args)
@@ -294,18 +205,18 @@ def read_graph(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
     if not args.paged:
         # The plain call answers exactly as the official server when it fits; a small
         # memory (the usual one) is written straight from the store, and measured.
-        wire = ctx.graph.official_graph(_SMALL_MEMORY)
+        wire = ctx.graph.official_graph(SMALL_MEMORY)
         if wire is not None:
             text = dump_json(wire)
-            if _fits(ctx, text):
+            if fits(ctx, text):
                 return ToolOutput(wire, text)
         if cap is None:
             page, fitted = ctx.graph.read_page(None, 0, None), None
         else:
-            page, fitted = _head_that_fits(ctx, cap)
-        return _bounded_graph_output(ctx, page.graph, _READ_GRAPH_MORE, requested=page.total_entities, fitted=fitted)
+            page, fitted = head_that_fits(ctx, cap)
+        return bounded_graph_output(ctx, page.graph, _READ_GRAPH_MORE, requested=page.total_entities, fitted=fitted)
     page = ctx.graph.read_page(args.entity_type, args.offset, _capped(args.limit, cap))
-    return _bounded_graph_output(
+    return bounded_graph_output(
         ctx,
         page.graph,
         _READ_GRAPH_MORE,
@@ -345,36 +256,18 @@ def _read_outlines(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
     return ToolOutput(wire, dump_json(wire), notes)
 
 
-def _ranked_that_fit(ctx: ToolContext, names: Sequence[str]) -> Graph:
-    """The ranked entities from the first, enough of them that the budget cuts the answer (or all).
-
-    As `_head_that_fits` does for read_graph: an entity costs the same in any prefix
-    (its own text and every relation touching it), so loading a few, then as many as
-    their size says will fill the budget, until it cuts inside them, gives the answer a
-    load of all would.
-    """
-    if ctx.response_budget <= 0:
-        return ctx.graph.load_ranked(names)
-    count = min(_FIRST_HEAD, len(names))
-    while True:
-        graph = ctx.graph.load_ranked(names[:count])
-        if count >= len(names) or fit_graph(graph, ctx.response_budget).cut:
-            return graph
-        count = min(next_read_size(graph, count, ctx.response_budget), len(names))
-
-
 def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
     # Rank and name no more entities than the budget could show, however many match.
     cap = most_that_fit(ctx.response_budget, SMALLEST_ENTITY)
     ranked = ctx.graph.rank_search(
         args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, named_at_most=cap
     )
-    page = GraphPage(_ranked_that_fit(ctx, ranked.names), args.offset, ranked.total)
+    page = GraphPage(ranked_that_fit(ctx, ranked.names), args.offset, ranked.total)
     graph = page.graph
     if len(graph.entities) == page.total_entities:
         wire = graph.to_wire()
         text = dump_json(wire)
-        if _fits(ctx, text):
+        if fits(ctx, text):
             return ToolOutput(wire, text)
     fitted = fit_graph(graph, ctx.response_budget)
     wire = fitted.graph.to_wire()
@@ -399,7 +292,7 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
 
 def open_nodes(ctx: ToolContext, args: _OpenArgs) -> ToolOutput:
     how = "Call open_nodes again with the names that were left out, a few at a time."
-    return _bounded_graph_output(ctx, ctx.graph.open_nodes(args.names), how)
+    return bounded_graph_output(ctx, ctx.graph.open_nodes(args.names), how)
 
 
 _NAMES = {"type": "array", "items": {"type": "string"}}

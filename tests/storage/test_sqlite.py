@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+import tempfile
 import time
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
@@ -489,3 +491,57 @@ def test_the_name_type_and_alias_indexes_follow_real_changes_only(tmp_path: Path
         assert store.resolve_names(["Ali", "Lissy"]) == {"Lissy": "Alicia Smith"}
         assert store.entity_type_counts() == [("author", 1)]
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("needle", "found"),
+    [
+        ("#4321-1", ["tag", "longer tag"]),
+        (" run ", ["runner"]),
+        (" running ", ["late"]),
+        (".net core", ["dotnet"]),
+        ("a-b", ["pair"]),
+    ],
+)
+def test_the_whole_query_search_finds_every_text_holding_a_needle_with_a_word_inside(
+    tmp_path: Path, needle: str, found: list[str]
+):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("tag", "t", ("see #4321-1 here",)),
+                Entity("longer tag", "t", ("x#4321-10",)),
+                Entity("other tag", "t", ("#43210-1", "#4321")),
+                Entity("runner", "t", ("they run fast",)),
+                Entity("late", "t", ("i was running late",)),
+                Entity("dotnet", "t", ("Uses .NET Core 8",)),
+                Entity("pair", "t", ("a-b",)),
+            ]
+        )
+    with store.read():
+        hits = store.search_entities(replace(word_search([needle]), max_word_matches=0)).hits
+    assert sorted(hit.name for hit in hits if hit.official) == sorted(found)
+    store.close()
+
+
+_TEXT = st.text(alphabet="ab1 -#.", min_size=0, max_size=12)
+# Names and a type made of letters the texts never use, so only the texts can match.
+_NAMES = "uvwxyzqr"
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(_TEXT, min_size=1, max_size=8), start=st.integers(0, 11), length=st.integers(1, 6))
+def test_whole_query_matches_are_exactly_the_texts_containing_the_query(texts: list[str], start: int, length: int):
+    # The needle is cut from one of the texts, so most examples find something.
+    source = texts[0]
+    needle = source[start : start + length] or "a"
+    with tempfile.TemporaryDirectory() as folder:
+        store = SQLiteStore(Path(folder) / "memory.db")
+        with store.write():
+            store.insert_entities([Entity(_NAMES[i], "t", (text or "-",)) for i, text in enumerate(texts)])
+        with store.read():
+            hits = store.search_entities(replace(word_search([needle]), max_word_matches=0)).hits
+        store.close()
+    expected = {_NAMES[i] for i, text in enumerate(texts) if needle.lower() in (text or "-").lower()}
+    assert {hit.name for hit in hits if hit.official} == expected

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -204,6 +205,30 @@ def _fts_query(terms: Sequence[Term]) -> str | None:
     return " OR ".join(map(term_query, terms))
 
 
+# A word the word index holds as it is (ASCII letters and digits), and the characters that
+# end a word in both the index's tokenizer and this check (ASCII, not letters, digits or _).
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+_WORD_ENDS = frozenset(" \t\n\r!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~")
+
+
+def _whole_word_inside(needle: str) -> str | None:
+    """The longest word the needle holds whole, or None.
+
+    A word of the needle with a word-ending character on each side inside the needle
+    ("4321" in "#4321-1") is a word of its own in any text that contains the needle, so
+    the word index lists every entity whose observations could contain it.
+    """
+    words = [
+        match.group()
+        for match in _ASCII_WORD.finditer(needle)
+        if match.start() > 0
+        and match.end() < len(needle)
+        and needle[match.start() - 1] in _WORD_ENDS
+        and needle[match.end()] in _WORD_ENDS
+    ]
+    return max(words, key=len) if words else None
+
+
 def _official_queries(search: WordSearch) -> list[tuple[str, dict[str, Any]]]:
     """Queries for the ids of the entities containing a needle (the official match).
 
@@ -218,6 +243,7 @@ def _official_queries(search: WordSearch) -> list[tuple[str, dict[str, Any]]]:
             # Every text contains the empty string.
             queries.append(("SELECT e.id FROM entities AS e WHERE 1" + of_type, params))
             continue
+        word = _whole_word_inside(needle)
         if len(needle) >= _TRIGRAM:
             # The trigram index narrows the rows; instr() keeps the answer exact.
             entities = "entity_text JOIN entities AS e ON e.id = entity_text.rowid WHERE entity_text MATCH :phrase AND"
@@ -228,6 +254,14 @@ def _official_queries(search: WordSearch) -> list[tuple[str, dict[str, Any]]]:
         else:
             entities = "entities AS e WHERE"
             observations = f"observations AS o{join_entity} WHERE"
+        if word is not None:
+            # Fewer candidates still: the entities whose observations hold that word. Common
+            # trigrams ("-1" in every tag) make the trigram index walk long lists.
+            params["word"] = f'observations : "{word}"'
+            observations = (
+                f"observations AS o{join_entity} WHERE o.entity_id IN"
+                " (SELECT rowid FROM entity_words WHERE entity_words MATCH :word) AND"
+            )
         queries.append(
             (
                 f"SELECT e.id FROM {entities} (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)"

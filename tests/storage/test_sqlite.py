@@ -545,3 +545,16 @@ def test_whole_query_matches_are_exactly_the_texts_containing_the_query(texts: l
         store.close()
     expected = {_NAMES[i] for i, text in enumerate(texts) if needle.lower() in (text or "-").lower()}
     assert {hit.name for hit in hits if hit.official} == expected
+
+
+def test_a_needle_whose_word_is_in_many_entities_still_finds_exactly_the_texts_holding_it(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    texts = [f"tag 0 of item {i}" for i in range(300)]
+    with store.write():
+        store.insert_entities([Entity(f"entity {i}", "t", (text,)) for i, text in enumerate(texts)])
+    needle = " 0 of item 7"  # "item" is its longest whole word, and every entity holds it
+    with store.read():
+        hits = store.search_entities(replace(word_search([needle]), max_word_matches=0)).hits
+    assert {hit.name for hit in hits} == {f"entity {i}" for i, text in enumerate(texts) if needle in text}
+    assert len(hits) == 11  # item 7 and items 70 to 79
+    store.close()

@@ -14,7 +14,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from importlib import resources
 from pathlib import Path
@@ -208,6 +208,8 @@ def _fts_query(terms: Sequence[Term]) -> str | None:
 # A word the word index holds as it is (ASCII letters and digits), and the characters that
 # end a word in both the index's tokenizer and this check (ASCII, not letters, digits or _).
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
+# Up to this many entities holding the word, checking each is cheaper than the trigram walk.
+_WORD_CANDIDATES = 200
 _WORD_ENDS = frozenset(" \t\n\r!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~")
 
 
@@ -229,10 +231,14 @@ def _whole_word_inside(needle: str) -> str | None:
     return max(words, key=len) if words else None
 
 
-def _official_queries(search: WordSearch) -> list[tuple[str, dict[str, Any]]]:
+def _official_queries(
+    search: WordSearch, selective: Callable[[str], bool] = lambda word: False
+) -> list[tuple[str, dict[str, Any]]]:
     """Queries for the ids of the entities containing a needle (the official match).
 
-    Each query's ids are distinct, so one that returns fewer rows than its LIMIT is complete.
+    `selective(word)` says whether the word index's entities for a word are few enough to
+    check each one. Each query's ids are distinct, so one that returns fewer rows than its
+    LIMIT is complete.
     """
     of_type = " AND e.entity_type = :type" if search.entity_type is not None else ""
     join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
@@ -244,6 +250,8 @@ def _official_queries(search: WordSearch) -> list[tuple[str, dict[str, Any]]]:
             queries.append(("SELECT e.id FROM entities AS e WHERE 1" + of_type, params))
             continue
         word = _whole_word_inside(needle)
+        if word is not None and not selective(word):
+            word = None  # a word in many entities ("0" in every tag): the trigrams narrow better
         if len(needle) >= _TRIGRAM:
             # The trigram index narrows the rows; instr() keeps the answer exact.
             entities = "entity_text JOIN entities AS e ON e.id = entity_text.rowid WHERE entity_text MATCH :phrase AND"
@@ -780,10 +788,14 @@ class SQLiteStore:
             return int(found)
         return self._term_counts.count(self._conn, term, at_most)
 
+    def _selective_word(self, word: str) -> bool:
+        """Whether at most `_WORD_CANDIDATES` entities hold `word` (counted once per index state)."""
+        return self._count_term(Term(word), _WORD_CANDIDATES + 1) <= _WORD_CANDIDATES
+
     def _official_ids(self, search: WordSearch, cap: int | None) -> set[int] | None:
         """Ids of the entities containing a needle, or None when there are more than `cap`."""
         found: set[int] = set()
-        for sql, params in _official_queries(search):
+        for sql, params in _official_queries(search, self._selective_word):
             rows = self._conn.execute(sql if cap is None else f"{sql} LIMIT {cap + 1}", params).fetchall()
             found.update(entity_id for (entity_id,) in rows)
             if cap is not None and (len(rows) > cap or len(found) > cap):
@@ -826,7 +838,7 @@ class SQLiteStore:
         if not query:
             # No word to rank by: the official matches in creation order, each query cut by SQLite.
             first: set[int] = set()
-            for official_sql, official_params in _official_queries(search):
+            for official_sql, official_params in _official_queries(search, self._selective_word):
                 rows = self._conn.execute(f"{official_sql} ORDER BY 1 LIMIT {end}", official_params)
                 first.update(entity_id for (entity_id,) in rows)
             return [(entity_id, True, 0.0) for entity_id in sorted(first)[:end]]

@@ -436,7 +436,8 @@ async def _notify(ctx: ServerRequestContext[AppState], connection: Connection, n
     elif isinstance(notification, types.ResourceUpdatedNotification):
         await connection.send_resource_updated(notification.params.uri)
     else:
-        await connection.notify(notification.method, notification.params.model_dump(mode="json", exclude_none=True))
+        params = notification.params.model_dump(mode="json", by_alias=True, exclude_none=True)
+        await connection.notify(notification.method, params)
 
 
 async def _notify_updated(ctx: ServerRequestContext[AppState]) -> None:

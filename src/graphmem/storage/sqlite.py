@@ -83,12 +83,12 @@ def _extra(value: str | None) -> dict[str, Any] | None:
     return json.loads(value) if value else None
 
 
-# A limited search stops counting official matches past this many: they come from a
-# common word, and walking the best word matches finds the best of them sooner.
 # How often (in SQLite virtual-machine steps, about a millisecond's worth) a call under a
 # time limit checks the clock.
 _PROGRESS_STEPS = 100_000
 
+# A limited search stops counting official matches past this many: they come from a
+# common word, and walking the best word matches finds the best of them sooner.
 _MANY_OFFICIAL = 1000
 _WALK_CHUNK = 128
 
@@ -205,11 +205,11 @@ def _fts_query(terms: Sequence[Term]) -> str | None:
     return " OR ".join(map(term_query, terms))
 
 
+# Up to this many entities holding a word, checking each is cheaper than the trigram walk.
+_WORD_CANDIDATES = 200
 # A word the word index holds as it is (ASCII letters and digits), and the characters that
 # end a word in both the index's tokenizer and this check (ASCII, not letters, digits or _).
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
-# Up to this many entities holding the word, checking each is cheaper than the trigram walk.
-_WORD_CANDIDATES = 200
 _WORD_ENDS = frozenset(" \t\n\r!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~")
 
 
@@ -231,9 +231,7 @@ def _whole_word_inside(needle: str) -> str | None:
     return max(words, key=len) if words else None
 
 
-def _official_queries(
-    search: WordSearch, selective: Callable[[str], bool] = lambda word: False
-) -> list[tuple[str, dict[str, Any]]]:
+def _official_queries(search: WordSearch, selective: Callable[[str], bool]) -> list[tuple[str, dict[str, Any]]]:
     """Queries for the ids of the entities containing a needle (the official match).
 
     `selective(word)` says whether the word index's entities for a word are few enough to
@@ -540,20 +538,16 @@ class SQLiteStore:
         # write count when this one does; an unchanged memory gives the same answer.
         (version,) = self._conn.execute("PRAGMA data_version").fetchone()
         state = (version, self._writes)
-        if self._writing:
-            # Inside a write the memory may still roll back: nothing read now is kept.
-            self._official = None
-        if self._writing or self._official is None or self._official[0] != state:
+        answer = self._official
+        if self._writing or answer is None or answer[0] != state:
             if self._entity_count(None) > at_most:
                 return None
             # SQLite writes the JSON in C; orjson reads it back faster than Python could build it.
-            (entities,) = self._conn.execute(_OFFICIAL_ENTITIES).fetchone()
-            (relations,) = self._conn.execute(_OFFICIAL_RELATIONS).fetchone()
-            answer = (state, orjson.loads(entities), orjson.loads(relations))
-            if not self._writing:
-                self._official = answer
-        else:
-            answer = self._official
+            (entities_json,) = self._conn.execute(_OFFICIAL_ENTITIES).fetchone()
+            (relations_json,) = self._conn.execute(_OFFICIAL_RELATIONS).fetchone()
+            answer = (state, orjson.loads(entities_json), orjson.loads(relations_json))
+            # Inside a write the memory may still roll back: nothing read then is kept.
+            self._official = None if self._writing else answer
         _, entities, relations = answer
         if len(entities) > at_most:
             return None
@@ -781,11 +775,8 @@ class SQLiteStore:
 
     def _count_term(self, term: Term, at_most: int) -> int:
         if self._writing:
-            (found,) = self._conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM entity_words WHERE entity_words MATCH ? LIMIT ?)",
-                (term_query(term), at_most),
-            ).fetchone()
-            return int(found)
+            # Counts remembered before this write may be stale now.
+            return sqlite_ranking.count_term(self._conn, term, at_most)
         return self._term_counts.count(self._conn, term, at_most)
 
     def _selective_word(self, word: str) -> bool:

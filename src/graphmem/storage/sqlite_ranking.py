@@ -29,7 +29,7 @@ from collections.abc import Collection, Sequence
 
 from graphmem.storage.words import Term, WordDocument, idf, score, score_bound, stem
 
-__all__ = ["MIN_MATCHES", "TermCounts", "best_matches", "fts_phrase", "index_size"]
+__all__ = ["MIN_MATCHES", "TermCounts", "best_matches", "count_term", "fts_phrase", "index_size"]
 
 MIN_MATCHES = 2000
 """Below this many matches (all terms together) FTS5 ranks them faster than pruning would."""
@@ -125,13 +125,19 @@ class TermCounts:
         known = self._counts.get((term, at_most))
         if known is not None:
             return known
-        (found,) = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM entity_words WHERE entity_words MATCH ? LIMIT ?)",
-            (term_query(term), at_most),
-        ).fetchone()
+        found = count_term(conn, term, at_most)
         if self._version is not None:
             self._counts[term, at_most] = found
-        return int(found)
+        return found
+
+
+def count_term(conn: sqlite3.Connection, term: Term, at_most: int) -> int:
+    """The number of word-index rows matching `term`, counting no further than `at_most`."""
+    (found,) = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM entity_words WHERE entity_words MATCH ? LIMIT ?)",
+        (term_query(term), at_most),
+    ).fetchone()
+    return int(found)
 
 
 def best_matches(

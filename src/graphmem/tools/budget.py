@@ -170,6 +170,8 @@ def fit_graph(graph: Graph, budget_tokens: int) -> Fitted:
 # observation, a relation. Each relation is shown once, but a run of entities from a large
 # graph brings about two per relation an entity has on average (its own and its neighbours').
 _GUESS_ENTITY, _GUESS_OBSERVATION, _GUESS_RELATION = 80, 70, 90
+# A read sized by an estimate takes this much more, so that it usually reaches the cut.
+_SPARE = 1.25
 
 
 def first_read_size(entities: int, relations: int, observations: int, budget_tokens: int) -> int:
@@ -180,7 +182,7 @@ def first_read_size(entities: int, relations: int, observations: int, budget_tok
         + _GUESS_OBSERVATION * observations / max(1, entities)
         + _GUESS_RELATION * 2 * relations / max(1, entities)
     )
-    return int(budget_tokens * CHARS_PER_TOKEN * 1.25 / per_entity) + 1
+    return int(budget_tokens * CHARS_PER_TOKEN * _SPARE / per_entity) + 1
 
 
 def next_read_size(graph: Graph, read: int, budget_tokens: int) -> int:
@@ -191,7 +193,7 @@ def next_read_size(graph: Graph, read: int, budget_tokens: int) -> int:
     grows quickly.
     """
     used = max(1, len(dump_json(graph.to_wire())))
-    return max(2 * read, int(read * budget_tokens * CHARS_PER_TOKEN * 1.25 / used) + 1)
+    return max(2 * read, int(read * budget_tokens * CHARS_PER_TOKEN * _SPARE / used) + 1)
 
 
 def fit_items(items: Sequence[dict[str, Any]], budget_tokens: int) -> int:

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from graphmem import schemas, search
 from graphmem.limits import Limits
-from graphmem.models import Entity, GraphPage, ObservationAddition, ObservationDeletion, Relation
+from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
 from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
 from graphmem.tools.budget import SMALLEST_ENTITY, SMALLEST_OUTLINE, cut_note, fit_graph, fit_items, most_that_fit
 from graphmem.tools.reading import (
@@ -262,24 +262,24 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
     ranked = ctx.graph.rank_search(
         args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, named_at_most=cap
     )
-    page = GraphPage(ranked_that_fit(ctx, ranked.names), args.offset, ranked.total)
-    graph = page.graph
-    if len(graph.entities) == page.total_entities:
+    graph, fitted = ranked_that_fit(ctx, ranked.names)
+    if fitted is None and len(graph.entities) == ranked.total:
         wire = graph.to_wire()
         text = dump_json(wire)
         if fits(ctx, text):
             return ToolOutput(wire, text)
-    fitted = fit_graph(graph, ctx.response_budget)
+    if fitted is None:
+        fitted = fit_graph(graph, ctx.response_budget)
     wire = fitted.graph.to_wire()
     kept = list(dict.fromkeys(entity.name for entity in fitted.graph.entities))
-    if not fitted.cut and len(kept) == page.total_entities:
+    if not fitted.cut and len(kept) == ranked.total:
         return ToolOutput(wire, dump_json(wire))
     # The answer is ranked by name; a cut between two entities sharing a name (a JSONL
     # file may hold such twins) shows that name again on the next page.
     if fitted.cut and any(entity.name == kept[-1] for entity in graph.entities[len(fitted.graph.entities) :]):
         kept.pop()
     next_offset = args.offset + len(kept)
-    omitted = page.total_entities - len(kept)
+    omitted = ranked.total - len(kept)
     more = f"limit {args.limit}" if args.limit is not None else "a limit"
     how = (
         f"Call search_nodes again with offset {next_offset} (and {more}) to get the next ones, "

@@ -110,8 +110,9 @@ def head_that_fits(ctx: ToolContext, cap: int) -> tuple[GraphPage, Fitted | None
         limit = min(next_read_size(page.graph, limit, ctx.response_budget), cap)
 
 
-def ranked_that_fit(ctx: ToolContext, names: Sequence[str]) -> Graph:
-    """The ranked entities from the first, enough of them that the budget cuts the answer (or all).
+def ranked_that_fit(ctx: ToolContext, names: Sequence[str]) -> tuple[Graph, Fitted | None]:
+    """The ranked entities from the first, enough of them that the budget cuts the answer (or all),
+    and the cut when it was measured.
 
     As `head_that_fits` does for read_graph: an entity costs the same in any prefix
     (its own text and every relation touching it), so loading a few, then as many as
@@ -119,10 +120,13 @@ def ranked_that_fit(ctx: ToolContext, names: Sequence[str]) -> Graph:
     load of all would.
     """
     if ctx.response_budget <= 0:
-        return ctx.graph.load_ranked(names)
+        return ctx.graph.load_ranked(names), None
     count = min(_FIRST_HEAD, len(names))
     while True:
         graph = ctx.graph.load_ranked(names[:count])
-        if count >= len(names) or fit_graph(graph, ctx.response_budget).cut:
-            return graph
+        if count >= len(names):
+            return graph, None
+        fitted = fit_graph(graph, ctx.response_budget)
+        if fitted.cut:
+            return graph, fitted
         count = min(next_read_size(graph, count, ctx.response_budget), len(names))

@@ -9,7 +9,7 @@ Every public method is one store transaction, so a call is all-or-nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -383,6 +383,10 @@ class KnowledgeGraph:
     def time_limit(self, seconds: float) -> AbstractContextManager[None]:
         """Work in the block is stopped and rolled back (`TimeLimitError`) once `seconds` pass; 0: no limit."""
         return self.store.time_limit(seconds)
+
+    def version(self) -> Hashable | None:
+        """A token equal only while the memory is unchanged; None when the store cannot tell."""
+        return self.store.version()
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         """The whole graph in the official wire form, or None when it holds more than `at_most` entities."""

@@ -36,6 +36,7 @@ from graphmem.instructions import build_instructions
 from graphmem.prompts import PROMPTS, render_prompt
 from graphmem.storage import open_store
 from graphmem.tools import ALL_TOOLS, ToolContext, ToolOutput, ToolSpec, dump_json
+from graphmem.tools.answers import AnswerCache
 from graphmem.tools.resources import ENTITY_PREFIX, ENTITY_TEMPLATE, GRAPH_URI, entity_document, entity_name
 from graphmem.tools.toolsets import select_tools
 
@@ -63,6 +64,8 @@ class AppState:
     relay: LogRelay = field(default_factory=LogRelay)
     call_time_limit: float = 0.0
     """Seconds a tool call may run before the store stops it and rolls it back; 0: no limit."""
+    answers: AnswerCache = field(default_factory=AnswerCache)
+    """The answers of reusable read tools, kept while the memory is unchanged."""
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking graph code on a worker thread, so the event loop keeps serving."""
@@ -345,10 +348,10 @@ def _pages(tools: list[types.Tool], size: int | None) -> dict[str | None, types.
     return pages
 
 
-def _run_within_limit(spec: ToolSpec, tools: ToolContext, arguments: Any, seconds: float) -> ToolOutput:
+def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any) -> ToolOutput:
     """Run a tool on the worker thread, stopped and rolled back past the call time limit."""
-    with tools.graph.time_limit(seconds if spec.time_limited else 0):
-        return spec.run(tools, arguments)
+    with state.tools.graph.time_limit(state.call_time_limit if spec.time_limited else 0):
+        return state.answers.run(spec, state.tools, arguments)
 
 
 async def _run_tool(
@@ -367,7 +370,7 @@ async def _run_tool(
         return _tool_error(_format_validation_error(spec.name, error))
     started = time.perf_counter()
     try:
-        output = await state.run(_run_within_limit, spec, state.tools, arguments, state.call_time_limit)
+        output = await state.run(_run_within_limit, state, spec, arguments)
     except GraphmemError as error:
         return _tool_error(str(error))
     except Exception as error:

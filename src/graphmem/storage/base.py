@@ -12,7 +12,7 @@ when it returns normally the change is durable on disk.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -132,6 +132,14 @@ class Store(Protocol):
         """Stop the store's work in the block once `seconds` have passed since it began: the
         running statement is interrupted, its transaction rolls back and `TimeLimitError`
         is raised. 0 means no limit. A backend that cannot stop midway may ignore it."""
+        ...
+
+    def version(self) -> Hashable | None:
+        """A token that stays equal only while the memory stays as it is, whoever writes to it;
+        None when the store cannot tell (or inside a transaction), and nothing read may be reused.
+
+        What lets a caller keep an answer until the memory changes.
+        """
         ...
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:

@@ -624,6 +624,11 @@ class JsonlStore:
         # midway; the longest (a search) reads each entity once.
         return nullcontext()
 
+    def version(self) -> None:
+        # Another process may rewrite the file at any time, and seeing that takes the lock
+        # and a stat: not worth it for the answers it would let a caller keep.
+        return None
+
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         entities = [entity.to_wire() for entity in self.iter_entities()]
         if len(entities) > at_most:

@@ -533,11 +533,21 @@ class SQLiteStore:
             finally:
                 self._conn.set_progress_handler(None, 0)
 
-    def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
-        # The memory as it stands: data_version moves when another connection commits, the
-        # write count when this one does; an unchanged memory gives the same answer.
+    def version(self) -> tuple[int, int] | None:
+        with self._lock:
+            if self._depth:
+                return None
+            return self._state()
+
+    def _state(self) -> tuple[int, int]:
+        # data_version moves when another connection commits, the write count when this one
+        # does: an unchanged pair is an unchanged memory.
         (version,) = self._conn.execute("PRAGMA data_version").fetchone()
-        state = (version, self._writes)
+        return (version, self._writes)
+
+    def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
+        # An unchanged memory gives the same answer.
+        state = self._state()
         answer = self._official
         if self._writing or answer is None or answer[0] != state:
             if self._entity_count(None) > at_most:

@@ -118,6 +118,10 @@ class ToolSpec:
     run: Callable[[ToolContext, Any], ToolOutput]
     time_limited: bool = True
     """Whether the server's call time limit applies (not to compact, which rewrites the file)."""
+    reusable: bool = False
+    """Whether the answer depends on the arguments and the memory alone, so that while the
+    memory is unchanged an earlier answer to the same arguments may be given again
+    (`tools.answers`). Only for reads that record nothing."""
 
     def listing(self) -> types.Tool:
         return types.Tool(

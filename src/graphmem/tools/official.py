@@ -481,6 +481,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=READ,
         arguments=_ReadGraphArgs,
         run=read_graph,
+        reusable=True,
     ),
     ToolSpec(
         name="search_nodes",
@@ -530,6 +531,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=READ,
         arguments=_SearchArgs,
         run=search_nodes,
+        reusable=True,
     ),
     ToolSpec(
         name="open_nodes",
@@ -546,5 +548,6 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=READ,
         arguments=_OpenArgs,
         run=open_nodes,
+        reusable=True,
     ),
 )

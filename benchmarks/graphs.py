@@ -15,9 +15,9 @@ from pathlib import Path
 from graphmem.models import Entity, Relation
 from graphmem.storage.jsonl_format import encode_entity, encode_relation
 
-__all__ = ["generate", "write_official_jsonl"]
+__all__ = ["VOCABULARY", "generate", "write_official_jsonl"]
 
-_WORDS = (
+VOCABULARY = (
     "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
     "quebec romeo sierra tango uniform victor whiskey xray yankee zulu project meeting design server "
     "database python coffee berlin paris tokyo engineer manager customer invoice release"
@@ -31,7 +31,7 @@ def _entities(size: int, rng: random.Random) -> Iterator[Entity]:
         yield Entity(
             f"entity-{index}",
             _TYPES[index % len(_TYPES)],
-            tuple(" ".join(rng.choices(_WORDS, k=6)) + f" #{index}-{n}" for n in range(3)),
+            tuple(" ".join(rng.choices(VOCABULARY, k=6)) + f" #{index}-{n}" for n in range(3)),
         )
 
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from benchmarks.chart import draw_chart
 from benchmarks.client import PipeClient, peak_memory_mb
-from benchmarks.graphs import generate, write_official_jsonl
+from benchmarks.graphs import VOCABULARY, generate, write_official_jsonl
 from benchmarks.targets import check_targets
 
 __all__ = ["PipeClient", "generate", "operations"]  # PipeClient and generate: for the other benchmarks
@@ -86,6 +86,8 @@ class Operation:
     run: Callable[[PipeClient, int], Any]
     official: bool = True
     """Whether the official server has this tool too."""
+    prepare: Callable[[PipeClient, int], Any] | None = None
+    """An untimed call made just before each timed one (a write, so a read finds the memory changed)."""
 
 
 def operations(size: int) -> list[Operation]:
@@ -93,6 +95,13 @@ def operations(size: int) -> list[Operation]:
 
     def name(i: int, spread: int = 37) -> str:
         return f"entity-{i * spread % size}"
+
+    def common_word(i: int) -> str:
+        # The warm-up calls (i of 10,000 and up) take the last words of the vocabulary, the
+        # timed ones the others in turn: up to 43 repeats, no word is asked twice.
+        if i >= 10_000:
+            return VOCABULARY[-1 - (i - 10_000) % 3]
+        return VOCABULARY[i % (len(VOCABULARY) - 3)]
 
     return [
         Operation("ping", lambda c, i: c.request("ping")),
@@ -102,9 +111,25 @@ def operations(size: int) -> list[Operation]:
             lambda c, i: c.call("open_nodes", {"names": [f"entity-{(i * 37 + k) % size}" for k in range(10)]}),
         ),
         Operation("search_nodes (word)", lambda c, i: c.call("search_nodes", {"query": f"#{i * 37 % size}-1"})),
+        # A name as a substring also finds longer names: "entity-123" finds entity-1230
+        # to entity-1239 and entity-12300 on, a hundred or so entities at 40,000.
+        Operation("search_nodes (name)", lambda c, i: c.call("search_nodes", {"query": name(i + 3, 7919)})),
+        # A word of the vocabulary, found in about a third of the entities: graphmem ranks
+        # them all and shows the best that fit its budget; the official server sends all.
+        # Each call asks for another word, so no answer is one graphmem has kept.
+        Operation("search_nodes (common word)", lambda c, i: c.call("search_nodes", {"query": common_word(i)})),
         # graphmem answers within its response budget (about 25,000 tokens) and says how to
         # page on; the official server sends the whole graph (20 MB at 40,000 entities).
+        # Repeated on an unchanged memory, graphmem gives the answer it kept.
         Operation("read_graph", lambda c, i: c.call("read_graph", {})),
+        # The same after each write (untimed), so graphmem builds every answer afresh.
+        Operation(
+            "read_graph (after a write)",
+            lambda c, i: c.call("read_graph", {}),
+            prepare=lambda c, i: c.call(
+                "add_observations", {"observations": [{"entityName": name(i), "contents": [f"read after {i}"]}]}
+            ),
+        ),
         Operation(
             "create_entities (1)",
             lambda c, i: c.call(
@@ -268,12 +293,16 @@ def bench_size(size: int, repeats: int, official: list[str] | None, workdir: Pat
         runners = {name: client for name, client in servers.items() if name != "official" or operation.official}
         for client in runners.values():
             for warm_up in range(3):
+                if operation.prepare is not None:
+                    operation.prepare(client, 10_000 + warm_up)
                 operation.run(client, 10_000 + warm_up)
         # Alternate between the servers in short batches: call by call, the official
         # server's garbage collection after each answer would land in graphmem's timing.
         for batch in range(0, repeats, 5):
             for name, client in runners.items():
                 for i in range(batch, min(batch + 5, repeats)):
+                    if operation.prepare is not None:
+                        operation.prepare(client, i)
                     started = time.perf_counter()
                     operation.run(client, i)
                     timings[name].setdefault(operation.name, []).append(client.answered_at - started)

@@ -20,7 +20,7 @@ SINGLE_WRITES = (
     "delete_entities (1)",
 )
 POINT_OPERATIONS = ("open_nodes (1)", *SINGLE_WRITES)
-SEARCHES = ("search_nodes (word)", "search_nodes (question)")
+SEARCHES = ("search_nodes (word)", "search_nodes (name)", "search_nodes (common word)", "search_nodes (question)")
 IMPORT_MEMORY_FACTOR = 3
 """How much more memory importing 1,000,000 entities may take than importing 40,000."""
 

@@ -77,6 +77,8 @@ def test_every_operation_the_benchmark_times_succeeds_on_graphmem(tmp_path: Path
     client = PipeClient([sys.executable, "-m", "graphmem"], env)
     try:
         for operation in operations(50):
+            if operation.prepare is not None:
+                operation.prepare(client, 1)
             operation.run(client, 1)  # raises on a tool error
     finally:
         client.close()

@@ -81,6 +81,22 @@ _FIRST_HEAD = 64
 SMALL_MEMORY = 256
 
 
+def _first_read(ctx: ToolContext, at_most: int) -> int:
+    """How many of `at_most` entities a first read loads.
+
+    A small memory (the usual one) is read whole at once: two reads would cost more than
+    reading a few more entities than the budget shows. A larger one is first read as far
+    as its counts (kept by the store) suggest the budget reaches, with some to spare.
+    """
+    if at_most <= _FIRST_HEAD:
+        return at_most
+    counts = ctx.graph.counts()
+    if counts.entities <= SMALL_MEMORY:
+        return at_most
+    guess = first_read_size(counts.entities, counts.relations, counts.observations, ctx.response_budget)
+    return min(max(_FIRST_HEAD, guess), at_most)
+
+
 def head_that_fits(ctx: ToolContext, cap: int) -> tuple[GraphPage, Fitted | None]:
     """The first entities of the graph, enough of them that the budget cuts the answer (or all),
     and the cut when it was measured.
@@ -91,15 +107,7 @@ def head_that_fits(ctx: ToolContext, cap: int) -> tuple[GraphPage, Fitted | None
     inside them, gives the same answer (an entity's cost counts every relation touching
     it, in any read).
     """
-    # A small memory (the usual one) is read whole at once: two reads would cost more
-    # than reading a few more entities than the budget shows. A larger one is first read
-    # as far as its counts (kept by the store) suggest the budget reaches.
-    counts = ctx.graph.counts()
-    if counts.entities <= SMALL_MEMORY:
-        limit = cap
-    else:
-        guess = first_read_size(counts.entities, counts.relations, counts.observations, ctx.response_budget)
-        limit = min(max(_FIRST_HEAD, guess), cap)
+    limit = _first_read(ctx, cap)
     while True:
         page = ctx.graph.read_head(limit)
         if limit >= cap or len(page.graph.entities) < limit:
@@ -121,7 +129,7 @@ def ranked_that_fit(ctx: ToolContext, names: Sequence[str]) -> tuple[Graph, Fitt
     """
     if ctx.response_budget <= 0:
         return ctx.graph.load_ranked(names), None
-    count = min(_FIRST_HEAD, len(names))
+    count = _first_read(ctx, len(names))
     while True:
         graph = ctx.graph.load_ranked(names[:count])
         if count >= len(names):

@@ -114,16 +114,23 @@ def test_the_cache_keeps_at_most_its_count_and_its_characters(ctx: ToolContext) 
     assert tiny.stats() == {"answers": 0, "chars": 0}
 
 
-def test_a_jsonl_memory_answers_every_call_afresh(tmp_path: Path) -> None:
-    store = open_store(Settings(memory_path=tmp_path / "memory.jsonl"))
+def test_a_jsonl_memory_keeps_answers_until_its_file_changes(tmp_path: Path) -> None:
+    path = tmp_path / "memory.jsonl"
+    store = open_store(Settings(memory_path=path))
     try:
         graph = KnowledgeGraph(store)
         graph.create_entities([Entity("Alice", "person", ())])
         ctx = ToolContext(graph)
         cache = AnswerCache()
         first = _run(cache, ctx, "read_graph", {})
-        assert _run(cache, ctx, "read_graph", {}) is not first
-        assert graph.version() is None
+        assert _run(cache, ctx, "read_graph", {}) is first
+        # Another writer (the official server, say) rewrites the file in place.
+        line = '{"type":"entity","name":"Bob","entityType":"person","observations":[]}'
+        path.write_text(path.read_text(encoding="utf-8").rstrip("\n") + "\n" + line + "\n", encoding="utf-8")
+        names = [entity["name"] for entity in _run(cache, ctx, "read_graph", {}).structured["entities"]]
+        assert names == ["Alice", "Bob"]
+        graph.create_entities([Entity("Carol", "person", ())])
+        assert "Carol" in _run(cache, ctx, "read_graph", {}).text
     finally:
         store.close()
 

@@ -624,10 +624,20 @@ class JsonlStore:
         # midway; the longest (a search) reads each entity once.
         return nullcontext()
 
-    def version(self) -> None:
-        # Another process may rewrite the file at any time, and seeing that takes the lock
-        # and a stat: not worth it for the answers it would let a caller keep.
-        return None
+    def version(self) -> tuple[_Stamp, bytes] | None:
+        # What `_refresh` compares to know whether to read the file again: every write
+        # replaces the file (a new stamp) and every graphmem writer leaves a new token.
+        # Read without the file lock: a writer halfway through gives a version whose
+        # answer is read after it finishes, so at worst the next call reads again.
+        with self._mutex:
+            if self._depth or self._closed:
+                return None
+            with map_backend_errors():
+                try:
+                    stamp: _Stamp = _stamp_of(os.stat(self._path))
+                except FileNotFoundError:
+                    stamp = None
+                return (stamp, os.pread(self._lock_fd, _TOKEN_SIZE, 0))
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         entities = [entity.to_wire() for entity in self.iter_entities()]

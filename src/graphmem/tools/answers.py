@@ -5,11 +5,12 @@ conversation, the same search a few turns later, the entity it just looked at. O
 large memory such an answer takes milliseconds to build (a budget's worth of entities
 and their relations, ranked, measured and written as JSON), while telling whether the
 memory changed since takes a few microseconds (`KnowledgeGraph.version`: SQLite's
-data_version and this connection's write count). So the last answers of the tools
-marked `reusable` are kept, and all of them are dropped as soon as the memory changes,
-by this server or by any other process writing the same file.
+data_version and this connection's write count, or a JSONL file's stamp and the token
+its writers leave). So the last answers of the tools marked `reusable` are kept, and all
+of them are dropped as soon as the memory changes, by this server or by any other
+process writing the same file.
 
-A store that cannot tell (the JSONL backend) answers every call afresh.
+Inside a transaction, or for a store that cannot tell, every call is answered afresh.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ def test_writes_and_errors_are_never_kept(ctx: ToolContext) -> None:
     assert again.structured["entities"] == []
 
 
-def test_the_cache_keeps_at_most_its_count_and_its_characters(ctx: ToolContext) -> None:
+def test_the_cache_keeps_at_most_its_count_and_its_bytes(ctx: ToolContext) -> None:
     cache = AnswerCache(max_answers=2)
     first = _run(cache, ctx, "open_nodes", {"names": ["Alice"]})
     _run(cache, ctx, "open_nodes", {"names": ["Bob"]})
@@ -109,9 +109,20 @@ def test_the_cache_keeps_at_most_its_count_and_its_characters(ctx: ToolContext) 
     # The oldest went first.
     assert _run(cache, ctx, "open_nodes", {"names": ["Alice"]}) is not first
 
-    tiny = AnswerCache(max_chars=10)
+    sizing = AnswerCache()
+    _run(sizing, ctx, "open_nodes", {"names": ["Alice"]})
+    one = sizing.stats()["bytes"]
+    assert one > 0
+    # Room for one answer and a half: the second pushes the first out.
+    roomy = AnswerCache(max_bytes=one * 3 // 2)
+    _run(roomy, ctx, "open_nodes", {"names": ["Alice"]})
+    _run(roomy, ctx, "open_nodes", {"names": ["Bob"]})
+    assert roomy.stats()["answers"] == 1
+    assert roomy.stats()["bytes"] <= one * 3 // 2
+
+    tiny = AnswerCache(max_bytes=10)
     _run(tiny, ctx, "read_graph", {})
-    assert tiny.stats() == {"answers": 0, "chars": 0}
+    assert tiny.stats() == {"answers": 0, "bytes": 0}
 
 
 def test_a_jsonl_memory_keeps_answers_until_its_file_changes(tmp_path: Path) -> None:

@@ -381,6 +381,22 @@ def test_opening_an_older_memory_counts_what_it_holds(tmp_path: Path):
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+def test_every_text_index_merges_its_segments_eight_to_a_level_new_or_migrated(tmp_path: Path):
+    # FTS5's default of four made one write in twenty pay for a merge (see migration 0009).
+    old = tmp_path / "old.db"
+    _version_6_database(old)
+    for path in (tmp_path / "new.db", old):
+        SQLiteStore(path).close()
+        with sqlite3.connect(path) as conn:
+            for table in ("entity_text", "observation_text", "entity_words"):
+                assert conn.execute(f"SELECT v FROM {table}_config WHERE k = 'automerge'").fetchone() == (8,)
+            # The search still finds what was there before.
+            if path == old:
+                assert conn.execute("SELECT rowid FROM entity_words WHERE entity_words MATCH 'tea'").fetchall() == [
+                    (1,)
+                ]
+
+
 def test_pages_are_the_same_slices_before_and_after_gaps_in_the_ids(tmp_path: Path):
     store = SQLiteStore(tmp_path / "memory.db")
     names = [f"e{i}" for i in range(12)]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import replace
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -164,3 +166,32 @@ async def test_search_nodes_refuses_an_option_out_of_range_naming_it(client, arg
     assert result.structured_content is None
     assert result.content[0].text.startswith(f"Invalid argument {field}: ")
     assert (await client.call_tool("read_graph", {})).structured_content == before.structured_content
+
+
+async def test_concurrent_calls_each_reach_the_store_whole(settings: Settings):
+    async with Client(build_server(settings), mode="legacy") as client:
+        created = await client.call_tool(
+            "create_entities", {"entities": [{"name": "Alice", "entityType": "person", "observations": []}]}
+        )
+        assert not created.is_error, created.content
+
+        async def add(i: int) -> None:
+            result = await client.call_tool(
+                "add_observations", {"observations": [{"entityName": "Alice", "contents": [f"fact {i}"]}]}
+            )
+            assert not result.is_error, result.content
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tasks:
+                for i in range(20):
+                    tasks.start_soon(add, i)
+        opened = await client.call_tool("open_nodes", {"names": ["Alice"]})
+    observations = opened.structured_content["entities"][0]["observations"]
+    assert sorted(observations) == sorted(f"fact {i}" for i in range(20))
+
+
+async def test_the_thread_that_runs_the_calls_ends_with_the_server(settings: Settings):
+    async with Client(build_server(settings), mode="legacy") as client:
+        await client.call_tool("read_graph", {})
+        assert "graphmem-store" in [thread.name for thread in threading.enumerate()]
+    assert "graphmem-store" not in [thread.name for thread in threading.enumerate()]

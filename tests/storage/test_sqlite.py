@@ -509,6 +509,35 @@ def test_the_name_type_and_alias_indexes_follow_real_changes_only(tmp_path: Path
     store.close()
 
 
+def test_a_new_type_under_the_same_name_moves_the_entity_to_that_type(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        store.insert_entities([Entity("Alice Smith", "person", ("likes tea",)), Entity("Bob", "person")])
+    with store.write():
+        store.update_entity("Alice Smith", Entity("Alice Smith", "Author", (), {"version": 2}))
+    with store.read():
+        assert store.get_entities(["Alice Smith"]) == [Entity("Alice Smith", "Author", ("likes tea",), {"version": 2})]
+        assert set(store.find_text("ice smi")) == {"Alice Smith"}
+        assert set(store.find_text("autho")) == {"Alice Smith"}
+        assert "Bob" not in store.find_text("autho")
+        assert store.entity_type_counts() == [("Author", 1), ("person", 1)]
+        assert [entity.name for entity in store.page_entities("Author", 0, None)[0]] == ["Alice Smith"]
+        assert [entity.name for entity in store.page_entities("person", 0, None)[0]] == ["Bob"]
+    store.close()
+
+
+def test_an_update_of_an_entity_that_does_not_exist_changes_nothing(tmp_path: Path):
+    store = SQLiteStore(tmp_path / "memory.db")
+    with store.write():
+        store.insert_entities([Entity("Alice", "person")])
+    with store.write():
+        store.update_entity("Nobody", Entity("Nobody", "ghost", (), {"version": 2}))
+    with store.read():
+        assert list(store.iter_entities()) == [Entity("Alice", "person")]
+        assert store.entity_type_counts() == [("person", 1)]
+    store.close()
+
+
 @pytest.mark.parametrize(
     ("needle", "found"),
     [

@@ -1021,6 +1021,23 @@ class SQLiteStore:
             self._insert_observations(row[0], contents)
 
     def update_entity(self, name: str, changed: Entity) -> None:
+        extra = _extra_json(changed.extra)
+        if changed.name == name:
+            # Most updates (every add or delete of an observation) change only extra. SQLite
+            # rewrites the index entries of every column an UPDATE sets, changed or not, so
+            # setting name and type too would dirty the name and type index pages for nothing:
+            # two of the twenty pages such a write commits.
+            cursor = self._conn.execute(
+                "UPDATE entities SET extra = ? WHERE name = ? AND entity_type = ?", (extra, name, changed.entity_type)
+            )
+            if cursor.rowcount:
+                return
+            # A new type (or no such entity): the name stays.
+            self._conn.execute(
+                "UPDATE entities SET entity_type = ?, type_lc = ?, extra = ? WHERE name = ?",
+                (changed.entity_type, changed.entity_type.lower(), extra, name),
+            )
+            return
         self._conn.execute(
             "UPDATE entities SET name = ?, entity_type = ?, name_lc = ?, type_lc = ?, extra = ? WHERE name = ?",
             (
@@ -1028,7 +1045,7 @@ class SQLiteStore:
                 changed.entity_type,
                 changed.name.lower(),
                 changed.entity_type.lower(),
-                _extra_json(changed.extra),
+                extra,
                 name,
             ),
         )

@@ -9,6 +9,7 @@ store lives in the lifespan; calls reach it on a worker thread, one at a time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
@@ -94,9 +95,18 @@ class _StoreThread:
             try:
                 result = fn(*args)
             except BaseException as error:  # relayed: it is raised in the task that awaits the call
-                loop.call_soon_threadsafe(_settle, future, None, error)
+                _answer(loop, future, None, error)
             else:
-                loop.call_soon_threadsafe(_settle, future, result, None)
+                _answer(loop, future, result, None)
+
+
+def _answer(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, error: BaseException | None
+) -> None:
+    # RuntimeError: the loop has closed (the process is ending). Nobody waits for the
+    # answer any more, and the thread must live on to take the calls after it, or `stop`.
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(_settle, future, result, error)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

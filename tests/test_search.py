@@ -12,6 +12,7 @@ from graphmem.models import Entity, Relation
 from graphmem.search import MAX_WORD_MATCHES, WEIGHTS, query_terms, word_search
 from graphmem.storage import open_store
 from graphmem.storage.words import Term
+from graphmem.tools import ALL_TOOLS, ToolContext
 
 
 def test_a_question_keeps_only_its_meaningful_words():
@@ -181,3 +182,40 @@ def test_a_name_shared_by_two_entities_of_a_jsonl_file_returns_both(tmp_path):
         store.close()
     assert [entity.entity_type for entity in found] == ["first", "second"]
     assert [entity.entity_type for entity in limited] == ["first", "second"]
+
+
+@pytest.mark.parametrize("file_name", ["memory.db", "memory.jsonl"])
+def test_a_small_memory_answers_a_search_as_the_entities_loaded_one_by_one_would(tmp_path, file_name):
+    # search_nodes picks a small memory's answer from the whole graph's wire form; it must
+    # be exactly the answer built from the ranked entities and their relations.
+    path = tmp_path / file_name
+    if file_name.endswith(".jsonl"):
+        twin = '{"type":"entity","name":"Twin","entityType":"%s","observations":["likes tea"]}\n'
+        path.write_text(twin % "first" + twin % "second", encoding="utf-8")
+    store = open_store(Settings.from_env({}, memory_file=str(path), cwd=tmp_path))
+    try:
+        graph = KnowledgeGraph(store)
+        graph.create_entities(
+            [
+                Entity("Alice", "person", ("works at Acme", "likes tea")),
+                Entity("Bob", "person", ("works at TechCo",)),
+                Entity("Acme", "company", ("makes tea machines",)),
+            ]
+        )
+        graph.create_relations(
+            [
+                Relation("Alice", "Acme", "works_at"),
+                Relation("Bob", "Alice", "knows"),
+                Relation("Acme", "Acme", "owns"),
+                Relation("Bob", "Nobody", "knows"),
+            ]
+        )
+        ctx = ToolContext(graph, response_budget=25_000)
+        spec = next(spec for spec in ALL_TOOLS if spec.name == "search_nodes")
+        for query in ("tea", "works", "alice", "a", "", "Who makes tea?", "nothing at all", ["bob", "twin"]):
+            ranked = graph.rank_search(query)
+            assert ranked.names or query in ("nothing at all",)
+            answer = spec.run(ctx, spec.arguments.model_validate({"query": query}))
+            assert answer.structured == graph.load_ranked(ranked.names).to_wire(), query
+    finally:
+        store.close()

@@ -531,6 +531,26 @@ class KnowledgeGraph:
             result = self.store.search_entities(replace(plan, named_at_most=named_at_most))
         return RankedNames(tuple(hit.name for hit in result.hits), result.total)
 
+    def official_subgraph(self, names: Sequence[str], at_most: int) -> dict[str, list[dict[str, Any]]] | None:
+        """`load_ranked(names).to_wire()` cut from `official_graph(at_most)`, or None when the
+        memory holds more than `at_most` entities.
+
+        On a small memory the whole graph's wire form is kept by the store until a write:
+        picking the named entities and their relations from it costs a fraction of loading
+        them and building entity and relation objects.
+        """
+        whole = self.official_graph(at_most)
+        if whole is None:
+            return None
+        by_name: dict[str, list[dict[str, Any]]] = {}
+        for entity in whole["entities"]:
+            by_name.setdefault(entity["name"], []).append(entity)
+        chosen = set(names)
+        return {
+            "entities": [entity for name in names for entity in by_name.get(name, ())],
+            "relations": [r for r in whole["relations"] if r["from"] in chosen or r["to"] in chosen],
+        }
+
     def load_ranked(self, names: Sequence[str]) -> Graph:
         """The named entities in the order given, and every relation touching them."""
         with self.store.read():

@@ -44,6 +44,8 @@ class RankedNames:
 
     names: tuple[str, ...]
     total: int
+    more: bool = False
+    """More entities match than `total` counts (see `SearchResult.more`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -529,7 +531,7 @@ class KnowledgeGraph:
         with self.store.read():
             # The store ranks and cuts, so only the entities answered are named.
             result = self.store.search_entities(replace(plan, named_at_most=named_at_most))
-        return RankedNames(tuple(hit.name for hit in result.hits), result.total)
+        return RankedNames(tuple(hit.name for hit in result.hits), result.total, result.more)
 
     def official_subgraph(self, names: Sequence[str], at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         """`load_ranked(names).to_wire()` cut from `official_graph(at_most)`, or None when the

@@ -130,7 +130,14 @@ TRUNCATED: dict[str, Any] = {
     "type": "object",
     "description": "Present when the answer was cut to the response budget: how many entities were left out "
     "and the offset to continue from.",
-    "properties": {"omittedEntities": {"type": "integer"}, "nextOffset": {"type": "integer"}},
+    "properties": {
+        "omittedEntities": {"type": "integer"},
+        "nextOffset": {"type": "integer"},
+        "atLeast": {
+            "type": "boolean",
+            "description": "true when more entities match than were counted: omittedEntities is a lower bound",
+        },
+    },
     "required": ["omittedEntities", "nextOffset"],
     "additionalProperties": False,
 }

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphmem.storage.words import Term, WordSearch, tokenize
+from graphmem.storage.words import RANKED_AT_MOST, Term, WordSearch, tokenize
 
-__all__ = ["MAX_WORD_MATCHES", "WEIGHTS", "query_terms", "word_search"]
+__all__ = ["MAX_WORD_MATCHES", "RANKED_AT_MOST", "WEIGHTS", "query_terms", "word_search"]
 
 # Function words carry no meaning on their own in a question to the memory; without
 # this list "Where does Alice work?" would match every entity that mentions "does".

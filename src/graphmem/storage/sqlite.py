@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from graphmem.storage.base import (
 from graphmem.storage.checkpoints import FALLBACK_PAGES, Checkpointer
 from graphmem.storage.sqlite_ranking import fts_phrase, term_query
 from graphmem.storage.words import (
+    RANKED_AT_MOST,
     SearchHit,
     SearchResult,
     Term,
@@ -94,9 +96,6 @@ _CACHE_KIB = 16 * 1024
 # time limit checks the clock.
 _PROGRESS_STEPS = 100_000
 
-# A limited search stops counting official matches past this many: they come from a
-# common word, and walking the best word matches finds the best of them sooner.
-_MANY_OFFICIAL = 1000
 _WALK_CHUNK = 128
 
 # Row triggers that keep the indexes current one insert at a time, and for each the one
@@ -238,7 +237,19 @@ def _whole_word_inside(needle: str) -> str | None:
     return max(words, key=len) if words else None
 
 
-def _official_queries(search: WordSearch, selective: Callable[[str], bool]) -> list[tuple[str, dict[str, Any]]]:
+@dataclass(frozen=True, slots=True)
+class _OfficialQuery:
+    """One query for the ids of entities containing a needle (the official match)."""
+
+    sql: str
+    params: dict[str, Any]
+    newest_first: str
+    """The ORDER BY that walks the rows newest first, cheaply (a rowid, walked backwards)."""
+    in_names: bool
+    """It looks in names and types (else in observations)."""
+
+
+def _official_queries(search: WordSearch, selective: Callable[[str], bool]) -> list[_OfficialQuery]:
     """Queries for the ids of the entities containing a needle (the official match).
 
     `selective(word)` says whether the word index's entities for a word are few enough to
@@ -247,12 +258,12 @@ def _official_queries(search: WordSearch, selective: Callable[[str], bool]) -> l
     """
     of_type = " AND e.entity_type = :type" if search.entity_type is not None else ""
     join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
-    queries: list[tuple[str, dict[str, Any]]] = []
+    queries: list[_OfficialQuery] = []
     for needle in dict.fromkeys(search.needles):
         params = {"needle": needle, "phrase": fts_phrase(needle), "type": search.entity_type}
         if not needle:
             # Every text contains the empty string.
-            queries.append(("SELECT e.id FROM entities AS e WHERE 1" + of_type, params))
+            queries.append(_OfficialQuery("SELECT e.id FROM entities AS e WHERE 1" + of_type, params, "e.id", True))
             continue
         word = _whole_word_inside(needle)
         if word is not None and not selective(word):
@@ -260,13 +271,15 @@ def _official_queries(search: WordSearch, selective: Callable[[str], bool]) -> l
         if len(needle) >= _TRIGRAM:
             # The trigram index narrows the rows; instr() keeps the answer exact.
             entities = "entity_text JOIN entities AS e ON e.id = entity_text.rowid WHERE entity_text MATCH :phrase AND"
+            entities_newest = "entity_text.rowid"
             observations = (
                 "observation_text JOIN observations AS o ON o.id = observation_text.rowid"
                 f"{join_entity} WHERE observation_text MATCH :phrase AND"
             )
+            observations_newest = "observation_text.rowid"
         else:
-            entities = "entities AS e WHERE"
-            observations = f"observations AS o{join_entity} WHERE"
+            entities, entities_newest = "entities AS e WHERE", "e.id"
+            observations, observations_newest = f"observations AS o{join_entity} WHERE", "o.id"
         if word is not None:
             # Fewer candidates still: the entities whose observations hold that word. Common
             # trigrams ("-1" in every tag) make the trigram index walk long lists.
@@ -275,15 +288,23 @@ def _official_queries(search: WordSearch, selective: Callable[[str], bool]) -> l
                 f"observations AS o{join_entity} WHERE o.entity_id IN"
                 " (SELECT rowid FROM entity_words WHERE entity_words MATCH :word) AND"
             )
+            observations_newest = "o.id"
         queries.append(
-            (
+            _OfficialQuery(
                 f"SELECT e.id FROM {entities} (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)"
                 + of_type,
                 params,
+                entities_newest,
+                True,
             )
         )
         queries.append(
-            (f"SELECT DISTINCT o.entity_id FROM {observations} instr(o.content_lc, :needle) > 0" + of_type, params)
+            _OfficialQuery(
+                f"SELECT DISTINCT o.entity_id FROM {observations} instr(o.content_lc, :needle) > 0" + of_type,
+                params,
+                observations_newest,
+                False,
+            )
         )
     return queries
 
@@ -707,47 +728,82 @@ class SQLiteStore:
             rows, words = sqlite_ranking.index_size(self._conn, "entity_words")
             (version,) = self._conn.execute("PRAGMA data_version").fetchone()
             self._term_counts.valid_for((version, rows))
-        terms, counts = self._informative_terms(search.terms, rows)
-        query = _fts_query(terms)
         end = None if search.limit is None else search.offset + search.limit
-        official = self._official_ids(search, None if end is None else _MANY_OFFICIAL)
         # The order is known to here; past it, only its length is (see named_at_most).
         named_end = end if search.named_at_most is None else search.offset + search.named_at_most
         if end is not None and named_end is not None:
             named_end = min(end, named_end)
-        ranked: list[tuple[int, bool, float]]
+        official = self._official_ids(search, RANKED_AT_MOST)
         if official is None:
-            assert end is not None  # without a limit every official match is counted
-            ranked = self._walk_best_words(search, query, end)
-            length = len(ranked)
-        else:
-            # Words found everywhere ("#0-1" is "0" and "1", in every entity's tag) cannot tell
-            # entities apart: they neither order the whole-query matches nor add to them.
-            everywhere = bool(official) and bool(counts) and self._only_everywhere(terms, counts, rows)
-            rank_by = None if everywhere else query
-            ranked = [(i, True, score) for i, score in self._rank_official(search, rank_by, official, named_end)]
-            wanted = 0 if everywhere else search.max_word_matches if end is None else end - len(official)
-            best: list[tuple[int, float]] = []
-            if query and wanted > 0:
-                pruned = None
-                if words is not None:
-                    pruned = sqlite_ranking.best_matches(
-                        self._conn, terms, counts, rows, words, search.weights, wanted, official, search.entity_type
-                    )
-                best = pruned if pruned is not None else self._best_words(search, query, official, wanted)
-            length = len(official) + len(best)
-            if len(ranked) == len(official):
-                ranked += [(i, False, score) for i, score in best]
+            return self._newest_official(search, end, named_end)
+        terms, counts = self._informative_terms(search.terms, rows)
+        query = _fts_query(terms)
+        # Words found everywhere ("#0-1" is "0" and "1", in every entity's tag) cannot tell
+        # entities apart: they neither order the whole-query matches nor add to them.
+        everywhere = bool(official) and bool(counts) and self._only_everywhere(terms, counts, rows)
+        rank_by = None if everywhere else query
+        ranked = [(i, True, score) for i, score in self._rank_official(search, rank_by, official, named_end)]
+        wanted = 0 if everywhere else search.max_word_matches if end is None else end - len(official)
+        best: list[tuple[int, float]] = []
+        if query and wanted > 0:
+            pruned = None
+            if words is not None:
+                pruned = sqlite_ranking.best_matches(
+                    self._conn, terms, counts, rows, words, search.weights, wanted, official, search.entity_type
+                )
+            best = pruned if pruned is not None else self._best_words(search, query, official, wanted)
+        length = len(official) + len(best)
+        if len(ranked) == len(official):
+            ranked += [(i, False, score) for i, score in best]
         page = ranked[search.offset : named_end]
+        hits = self._hits([(i, is_official, score) for i, is_official, score in page])
+        total = max(0, (length if end is None else min(end, length)) - search.offset)
+        return SearchResult(hits, total)
+
+    def _hits(self, page: Sequence[tuple[int, bool, float]]) -> list[SearchHit]:
         names = dict(
             self._conn.execute(
                 "SELECT id, name FROM entities WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([i for i, _, _ in page]),),
             ).fetchall()
         )
-        hits = [SearchHit(names[i], is_official, score) for i, is_official, score in page]
-        total = max(0, (length if end is None else min(end, length)) - search.offset)
-        return SearchResult(hits, total)
+        return [SearchHit(names[i], is_official, score) for i, is_official, score in page]
+
+    def _newest_official(self, search: WordSearch, end: int | None, named_end: int | None) -> SearchResult:
+        """The answer when more than `RANKED_AT_MOST` entities contain a query: newest first.
+
+        Each match is found walking an index from its newest row: first the entities
+        whose name or type contains a query, then those whose observations do, each where
+        its most recent matching row is. A page costs what it shows, not what matches.
+        Without a limit the walk counts one past `RANKED_AT_MOST` (or the names wanted),
+        and `more` says that it stopped there.
+        """
+        if end is not None:
+            reach: int | None = end
+        elif named_end is not None:
+            reach = max(named_end, RANKED_AT_MOST) + 1
+        else:
+            reach = None  # every match asked for by name: walk them all
+        found: dict[int, None] = {}
+        queries = sorted(_official_queries(search, self._selective_word), key=lambda query: not query.in_names)
+        for official in queries:
+            if reach is not None and len(found) >= reach:
+                break
+            cursor = self._conn.execute(f"{official.sql} ORDER BY {official.newest_first} DESC", official.params)
+            try:
+                while (reach is None or len(found) < reach) and (chunk := cursor.fetchmany(_WALK_CHUNK)):
+                    for (entity_id,) in chunk:
+                        found[entity_id] = None
+                        if reach is not None and len(found) >= reach:
+                            break
+            finally:
+                cursor.close()
+        ids = list(found)
+        hits = self._hits([(entity_id, True, 0.0) for entity_id in ids[search.offset : named_end]])
+        if end is not None:
+            return SearchResult(hits, max(0, min(end, len(ids)) - search.offset))
+        more = reach is not None and len(ids) >= reach
+        return SearchResult(hits, max(0, len(ids) - search.offset), more=more)
 
     def _rank_official(
         self, search: WordSearch, query: str | None, official: set[int], upto: int | None
@@ -804,7 +860,8 @@ class SQLiteStore:
     def _official_ids(self, search: WordSearch, cap: int | None) -> set[int] | None:
         """Ids of the entities containing a needle, or None when there are more than `cap`."""
         found: set[int] = set()
-        for sql, params in _official_queries(search, self._selective_word):
+        for official in _official_queries(search, self._selective_word):
+            sql, params = official.sql, official.params
             rows = self._conn.execute(sql if cap is None else f"{sql} LIMIT {cap + 1}", params).fetchall()
             found.update(entity_id for (entity_id,) in rows)
             if cap is not None and (len(rows) > cap or len(found) > cap):
@@ -837,50 +894,6 @@ class SQLiteStore:
             " ORDER BY score DESC, entity_words.rowid LIMIT ?"
         )
         return self._conn.execute(sql, (*params, query, json.dumps(sorted(exclude)), limit)).fetchall()
-
-    def _walk_best_words(self, search: WordSearch, query: str | None, end: int) -> list[tuple[int, bool, float]]:
-        """The first `end` of the order when official matches are many (a common word).
-
-        They are then nearly all word matches too, so walking the word matches best first
-        and keeping the official ones finds the best official matches after a few rows.
-        """
-        if not query:
-            # No word to rank by: the official matches in creation order, each query cut by SQLite.
-            first: set[int] = set()
-            for official_sql, official_params in _official_queries(search, self._selective_word):
-                rows = self._conn.execute(f"{official_sql} ORDER BY 1 LIMIT {end}", official_params)
-                first.update(entity_id for (entity_id,) in rows)
-            return [(entity_id, True, 0.0) for entity_id in sorted(first)[:end]]
-        official: list[tuple[int, float]] = []
-        words_only: list[tuple[int, float]] = []
-        sql, params = self._word_matches_sql(search)
-        cursor = self._conn.execute(sql + " ORDER BY score DESC, entity_words.rowid", (*params, query))
-        try:
-            while len(official) < end and (chunk := cursor.fetchmany(_WALK_CHUNK)):
-                found = self._official_among([entity_id for entity_id, _ in chunk], search.needles)
-                for entity_id, score in chunk:
-                    (official if entity_id in found else words_only).append((entity_id, score))
-        finally:
-            cursor.close()
-        if len(official) >= end:
-            return [(entity_id, True, score) for entity_id, score in official[:end]]
-        # Every word match was seen: the official matches that matched no word come next.
-        seen = {entity_id for entity_id, _ in official}
-        unscored = sorted((self._official_ids(search, None) or set()) - seen)
-        ranked = [(i, True, score) for i, score in official] + [(i, True, 0.0) for i in unscored]
-        return ranked + [(i, False, score) for i, score in words_only[: max(0, end - len(ranked))]]
-
-    def _official_among(self, ids: Sequence[int], needles: Sequence[str]) -> set[int]:
-        condition = " OR ".join(
-            "instr(e.name_lc, ?) > 0 OR instr(e.type_lc, ?) > 0 OR EXISTS (SELECT 1 FROM observations AS o"
-            " WHERE o.entity_id = e.id AND instr(o.content_lc, ?) > 0)"
-            for _ in needles
-        )
-        rows = self._conn.execute(
-            f"SELECT e.id FROM entities AS e WHERE e.id IN (SELECT value FROM json_each(?)) AND ({condition})",
-            (json.dumps(list(ids)), *(needle for needle in needles for _ in range(3))),
-        )
-        return {entity_id for (entity_id,) in rows}
 
     def _refresh_word_index(self) -> None:
         """Rebuild the word-index documents of the entities the triggers marked as changed."""

@@ -24,6 +24,7 @@ from functools import lru_cache
 
 __all__ = [
     "COLUMNS",
+    "RANKED_AT_MOST",
     "SearchHit",
     "Term",
     "WordDocument",
@@ -54,6 +55,16 @@ class Term:
     word: str
     """Lower-case with diacritics folded, not stemmed (the store stems it as it stems text)."""
     prefix: bool = False
+
+
+RANKED_AT_MOST = 2000
+"""Up to this many entities containing a query are all scored and ranked (BM25); past it
+(a common word: a third of the memory) they come newest first instead.
+
+Scoring is about a microsecond an entity in FTS5 plus finding and counting them: 45 ms
+for the 14,000 entities holding one word at 40,000 entities, a second for 350,000 at a
+million, where a page of the newest ones takes a few milliseconds at any size. A word
+found in that many entities tells them apart too little for its score to be worth that."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +105,9 @@ class SearchResult:
     total: int
     """The answer's length (after `offset` and `limit`); more than `len(hits)` when
     `named_at_most` left some unnamed."""
+    more: bool = False
+    """Entities past `total` contain a query too: a search without a limit that matched
+    more than the store ranks stopped counting there (`total` is then a lower bound)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from pydantic import Field
 from graphmem import schemas, search
 from graphmem.limits import Limits
 from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.search import RANKED_AT_MOST
 from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
 from graphmem.tools.budget import SMALLEST_ENTITY, SMALLEST_OUTLINE, cut_note, fit_graph, fit_items, most_that_fit
 from graphmem.tools.reading import (
@@ -262,7 +263,7 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
     ranked = ctx.graph.rank_search(
         args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, named_at_most=cap
     )
-    if len(ranked.names) == ranked.total:
+    if len(ranked.names) == ranked.total and not ranked.more:
         # A small memory (the usual one): the answer is picked from the whole graph's wire
         # form, as read_graph's is, when it fits.
         wire = ctx.graph.official_subgraph(ranked.names, SMALL_MEMORY)
@@ -271,7 +272,7 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
             if fits(ctx, text):
                 return ToolOutput(wire, text)
     graph, fitted = ranked_that_fit(ctx, ranked.names)
-    if fitted is None and len(graph.entities) == ranked.total:
+    if fitted is None and len(graph.entities) == ranked.total and not ranked.more:
         wire = graph.to_wire()
         text = dump_json(wire)
         if fits(ctx, text):
@@ -280,7 +281,7 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
         fitted = fit_graph(graph, ctx.response_budget)
     wire = fitted.graph.to_wire()
     kept = list(dict.fromkeys(entity.name for entity in fitted.graph.entities))
-    if not fitted.cut and len(kept) == ranked.total:
+    if not fitted.cut and len(kept) == ranked.total and not ranked.more:
         return ToolOutput(wire, dump_json(wire))
     # The answer is ranked by name; a cut between two entities sharing a name (a JSONL
     # file may hold such twins) shows that name again on the next page.
@@ -293,8 +294,17 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
         f"Call search_nodes again with offset {next_offset} (and {more}) to get the next ones, "
         "or narrow the search with entityType or a more specific query."
     )
-    note = cut_note(len(kept), omitted, ctx.response_budget, how)
-    truncated = {"omittedEntities": omitted, "nextOffset": next_offset}
+    truncated: dict[str, Any] = {"omittedEntities": omitted, "nextOffset": next_offset}
+    if ranked.more:
+        truncated["atLeast"] = True
+        note = (
+            f"Showing {len(kept)} of at least {ranked.total:,} entities that contain the query, the most "
+            f"recent first: past {RANKED_AT_MOST:,} matches they are not ranked by score or counted to the end. "
+            f"The others were left out to keep this answer within the response budget of about "
+            f"{ctx.response_budget:,} tokens. {how}"
+        )
+    else:
+        note = cut_note(len(kept), omitted, ctx.response_budget, how)
     return ToolOutput({**wire, "truncated": truncated}, dump_json(wire), (note,))
 
 

@@ -22,7 +22,9 @@ from graphmem.storage import open_store
 from graphmem.tools import ALL_TOOLS, ToolContext
 
 SEARCH = next(spec for spec in ALL_TOOLS if spec.name == "search_nodes")
-MANY = RANKED_AT_MOST + 150
+# More than twice as many: a word in every entity counts past RANKED_AT_MOST before it is
+# "common" (in half of them).
+MANY = 2 * RANKED_AT_MOST + 300
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +107,15 @@ def test_a_word_in_fewer_entities_is_still_ranked_by_score(memory: KnowledgeGrap
     answer = _search(memory, query="daily")
     assert "atLeast" not in answer.structured.get("truncated", {})
     assert _names(answer)[0] == "person-0"
+
+
+def test_words_each_in_thousands_are_scored_among_the_newest_that_hold_them(memory: KnowledgeGraph) -> None:
+    # No entity contains "coffee drinks" as written; both words are in every person.
+    answer = _search(memory, query="coffee drinks")
+    names = _names(answer)
+    assert len(names) == 50  # the word matches a search without a limit adds
+    numbers = [int(name.split("-")[1]) for name in names]
+    assert min(numbers) >= MANY - 250  # from the newest, not the whole memory
+    # Those that say "coffee" twice score higher and come first.
+    twice = [n for n in numbers if n % 10 == 0]
+    assert numbers[: len(twice)] == twice and twice

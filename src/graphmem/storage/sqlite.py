@@ -748,7 +748,13 @@ class SQLiteStore:
         if query and wanted > 0:
             pruned = None
             if words is not None:
-                pruned = sqlite_ranking.best_matches(
+                # Words each in more entities than are worth scoring are scored among the newest.
+                choose = (
+                    sqlite_ranking.newest_matches
+                    if all(count > RANKED_AT_MOST for count in counts)
+                    else sqlite_ranking.best_matches
+                )
+                pruned = choose(
                     self._conn, terms, counts, rows, words, search.weights, wanted, official, search.entity_type
                 )
             best = pruned if pruned is not None else self._best_words(search, query, official, wanted)

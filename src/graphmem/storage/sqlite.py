@@ -309,6 +309,11 @@ def _official_queries(search: WordSearch, selective: Callable[[str], bool]) -> l
     return queries
 
 
+def _newest_first(queries: list[_OfficialQuery]) -> list[_OfficialQuery]:
+    """The queries in the order of the newest-first walk: names and types before observations."""
+    return sorted(queries, key=lambda query: not query.in_names)
+
+
 def create_private_file(path: Path) -> None:
     """Create `path` (and its missing parent folders) readable by the owner only, if it is new."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -733,9 +738,10 @@ class SQLiteStore:
         named_end = end if search.named_at_most is None else search.offset + search.named_at_most
         if end is not None and named_end is not None:
             named_end = min(end, named_end)
-        official = self._official_ids(search, RANKED_AT_MOST)
-        if official is None:
-            return self._newest_official(search, end, named_end)
+        newest, complete = self._official_ids(search, RANKED_AT_MOST)
+        if not complete:
+            return self._newest_official(search, end, named_end, newest)
+        official = set(newest)
         terms, counts = self._informative_terms(search.terms, rows)
         query = _fts_query(terms)
         # Words found everywhere ("#0-1" is "0" and "1", in every entity's tag) cannot tell
@@ -775,14 +781,17 @@ class SQLiteStore:
         )
         return [SearchHit(names[i], is_official, score) for i, is_official, score in page]
 
-    def _newest_official(self, search: WordSearch, end: int | None, named_end: int | None) -> SearchResult:
+    def _newest_official(
+        self, search: WordSearch, end: int | None, named_end: int | None, first: list[int]
+    ) -> SearchResult:
         """The answer when more than `RANKED_AT_MOST` entities contain a query: newest first.
 
         Each match is found walking an index from its newest row: first the entities
         whose name or type contains a query, then those whose observations do, each where
         its most recent matching row is. A page costs what it shows, not what matches.
         Without a limit the walk counts one past `RANKED_AT_MOST` (or the names wanted),
-        and `more` says that it stopped there.
+        and `more` says that it stopped there. `first`: the start of that order, found
+        already (by `_official_ids`), which is often all that is needed.
         """
         if end is not None:
             reach: int | None = end
@@ -790,9 +799,8 @@ class SQLiteStore:
             reach = max(named_end, RANKED_AT_MOST) + 1
         else:
             reach = None  # every match asked for by name: walk them all
-        found: dict[int, None] = {}
-        queries = sorted(_official_queries(search, self._selective_word), key=lambda query: not query.in_names)
-        for official in queries:
+        found = dict.fromkeys(first if reach is None or len(first) < reach else first[:reach])
+        for official in _newest_first(_official_queries(search, self._selective_word)):
             if reach is not None and len(found) >= reach:
                 break
             cursor = self._conn.execute(f"{official.sql} ORDER BY {official.newest_first} DESC", official.params)
@@ -863,16 +871,18 @@ class SQLiteStore:
         """Whether at most `_WORD_CANDIDATES` entities hold `word` (counted once per index state)."""
         return self._count_term(Term(word), _WORD_CANDIDATES + 1) <= _WORD_CANDIDATES
 
-    def _official_ids(self, search: WordSearch, cap: int | None) -> set[int] | None:
-        """Ids of the entities containing a needle, or None when there are more than `cap`."""
-        found: set[int] = set()
-        for official in _official_queries(search, self._selective_word):
-            sql, params = official.sql, official.params
-            rows = self._conn.execute(sql if cap is None else f"{sql} LIMIT {cap + 1}", params).fetchall()
-            found.update(entity_id for (entity_id,) in rows)
-            if cap is not None and (len(rows) > cap or len(found) > cap):
-                return None
-        return found
+    def _official_ids(self, search: WordSearch, cap: int) -> tuple[list[int], bool]:
+        """Ids of the entities containing a needle, newest first (see `_newest_official`),
+        and whether that is all of them: it stops past `cap`."""
+        found: dict[int, None] = {}
+        for official in _newest_first(_official_queries(search, self._selective_word)):
+            rows = self._conn.execute(
+                f"{official.sql} ORDER BY {official.newest_first} DESC LIMIT {cap + 1}", official.params
+            ).fetchall()
+            found.update((entity_id, None) for (entity_id,) in rows)
+            if len(rows) > cap or len(found) > cap:
+                return list(found), False
+        return list(found), True
 
     def _scores(self, search: WordSearch, query: str, ids: set[int]) -> dict[int, float]:
         # "+rowid" keeps SQLite from running the FTS query once per id: one pass over

@@ -25,6 +25,7 @@ from __future__ import annotations
 import fcntl
 import gc
 import glob
+import itertools
 import logging
 import os
 import shutil
@@ -640,7 +641,8 @@ class JsonlStore:
                 return (stamp, os.pread(self._lock_fd, _TOKEN_SIZE, 0))
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
-        entities = [entity.to_wire() for entity in self.iter_entities()]
+        # Stop at the first entity past the limit: a large memory is never written out here.
+        entities = [entity.to_wire() for entity in itertools.islice(self.iter_entities(), at_most + 1)]
         if len(entities) > at_most:
             return None
         return {"entities": entities, "relations": [relation.to_wire() for relation in self.iter_relations()]}

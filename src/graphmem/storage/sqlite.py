@@ -768,7 +768,7 @@ class SQLiteStore:
         if len(ranked) == len(official):
             ranked += [(i, False, score) for i, score in best]
         page = ranked[search.offset : named_end]
-        hits = self._hits([(i, is_official, score) for i, is_official, score in page])
+        hits = self._hits(page)
         total = max(0, (length if end is None else min(end, length)) - search.offset)
         return SearchResult(hits, total)
 

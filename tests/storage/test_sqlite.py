@@ -592,6 +592,40 @@ def test_whole_query_matches_are_exactly_the_texts_containing_the_query(texts: l
     assert {hit.name for hit in hits if hit.official} == expected
 
 
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(_TEXT, min_size=1, max_size=8, unique=True), start=st.integers(0, 11), length=st.integers(1, 6))
+def test_whole_query_matches_in_names_and_types_are_exactly_those_containing_the_query(
+    texts: list[str], start: int, length: int
+):
+    # As above, with the texts as names (and the first one also as every entity's type).
+    source = texts[0]
+    needle = source[start : start + length] or "a"
+    names = [text or "-" for text in texts]
+    with tempfile.TemporaryDirectory() as folder:
+        store = SQLiteStore(Path(folder) / "memory.db")
+        with store.write():
+            store.insert_entities([Entity(name, "t" if i else name, ()) for i, name in enumerate(dict.fromkeys(names))])
+        with store.read():
+            hits = store.search_entities(replace(word_search([needle]), max_word_matches=0)).hits
+        store.close()
+    expected = {name for name in names if needle.lower() in name.lower()}
+    if needle.lower() in names[0].lower():
+        expected.add(names[0])
+    assert {hit.name for hit in hits if hit.official} == expected
+
+
+def test_a_name_ending_in_a_number_finds_every_name_containing_it(tmp_path: Path):
+    # The number is looked up as the start of a word in the word index, not by trigrams.
+    store = SQLiteStore(tmp_path / "memory.db")
+    names = ["entity-123", "entity-1230", "entity-12345", "xentity-123", "entity-0123", "entity-12", "entity 123"]
+    with store.write():
+        store.insert_entities([Entity(name, "t") for name in names] + [Entity(f"other-{i}", "t") for i in range(500)])
+    with store.read():
+        hits = store.search_entities(replace(word_search(["entity-123"]), max_word_matches=0)).hits
+    assert {hit.name for hit in hits if hit.official} == {"entity-123", "entity-1230", "entity-12345", "xentity-123"}
+    store.close()
+
+
 def test_a_needle_whose_word_is_in_many_entities_still_finds_exactly_the_texts_holding_it(tmp_path: Path):
     store = SQLiteStore(tmp_path / "memory.db")
     texts = [f"tag 0 of item {i}" for i in range(300)]

@@ -219,22 +219,27 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _WORD_ENDS = frozenset(" \t\n\r!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~")
 
 
-def _whole_word_inside(needle: str) -> str | None:
-    """The longest word the needle holds whole, or None.
+def _word_inside(needle: str) -> Term | None:
+    """The longest word every text containing the needle holds in the word index, or None.
 
     A word of the needle with a word-ending character on each side inside the needle
-    ("4321" in "#4321-1") is a word of its own in any text that contains the needle, so
-    the word index lists every entity whose observations could contain it.
+    ("4321" in "#4321-1") is a word of its own in any text that contains the needle. A
+    number ending the needle, with a word-ending character before it ("4321" in
+    "entity-4321"), starts a word of any such text ("entity-43210"): a prefix term. Only
+    a number: the index stems words, and the stem of a longer word need not start with
+    the stem of its start ("generalization" is "gener", not "genera..."), while a number
+    is never stemmed. So the word index lists every entity whose texts could contain it.
     """
-    words = [
-        match.group()
-        for match in _ASCII_WORD.finditer(needle)
-        if match.start() > 0
-        and match.end() < len(needle)
-        and needle[match.start() - 1] in _WORD_ENDS
-        and needle[match.end()] in _WORD_ENDS
-    ]
-    return max(words, key=len) if words else None
+    words = []
+    for match in _ASCII_WORD.finditer(needle):
+        if match.start() == 0 or needle[match.start() - 1] not in _WORD_ENDS:
+            continue
+        if match.end() < len(needle):
+            if needle[match.end()] in _WORD_ENDS:
+                words.append(Term(match.group()))
+        elif match.group().isdigit():
+            words.append(Term(match.group(), prefix=True))
+    return max(words, key=lambda term: len(term.word)) if words else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +254,7 @@ class _OfficialQuery:
     """It looks in names and types (else in observations)."""
 
 
-def _official_queries(search: WordSearch, selective: Callable[[str], bool]) -> list[_OfficialQuery]:
+def _official_queries(search: WordSearch, selective: Callable[[Term], bool]) -> list[_OfficialQuery]:
     """Queries for the ids of the entities containing a needle (the official match).
 
     `selective(word)` says whether the word index's entities for a word are few enough to
@@ -265,7 +270,7 @@ def _official_queries(search: WordSearch, selective: Callable[[str], bool]) -> l
             # Every text contains the empty string.
             queries.append(_OfficialQuery("SELECT e.id FROM entities AS e WHERE 1" + of_type, params, "e.id", True))
             continue
-        word = _whole_word_inside(needle)
+        word = _word_inside(needle)
         if word is not None and not selective(word):
             word = None  # a word in many entities ("0" in every tag): the trigrams narrow better
         if len(needle) >= _TRIGRAM:
@@ -281,9 +286,15 @@ def _official_queries(search: WordSearch, selective: Callable[[str], bool]) -> l
             entities, entities_newest = "entities AS e WHERE", "e.id"
             observations, observations_newest = f"observations AS o{join_entity} WHERE", "o.id"
         if word is not None:
-            # Fewer candidates still: the entities whose observations hold that word. Common
-            # trigrams ("-1" in every tag) make the trigram index walk long lists.
-            params["word"] = f'observations : "{word}"'
+            # Fewer candidates still: the entities whose names, types or observations hold
+            # that word. Common trigrams ("-1" in every tag, "ent" in every "entity-N" name)
+            # make the trigram index walk long lists.
+            params["name_word"] = f"{{name entity_type}} : {term_query(word)}"
+            entities = (
+                "entities AS e WHERE e.id IN (SELECT rowid FROM entity_words WHERE entity_words MATCH :name_word) AND"
+            )
+            entities_newest = "e.id"
+            params["word"] = f"observations : {term_query(word)}"
             observations = (
                 f"observations AS o{join_entity} WHERE o.entity_id IN"
                 " (SELECT rowid FROM entity_words WHERE entity_words MATCH :word) AND"
@@ -867,9 +878,9 @@ class SQLiteStore:
             return sqlite_ranking.count_term(self._conn, term, at_most)
         return self._term_counts.count(self._conn, term, at_most)
 
-    def _selective_word(self, word: str) -> bool:
+    def _selective_word(self, word: Term) -> bool:
         """Whether at most `_WORD_CANDIDATES` entities hold `word` (counted once per index state)."""
-        return self._count_term(Term(word), _WORD_CANDIDATES + 1) <= _WORD_CANDIDATES
+        return self._count_term(word, _WORD_CANDIDATES + 1) <= _WORD_CANDIDATES
 
     def _official_ids(self, search: WordSearch, cap: int) -> tuple[list[int], bool]:
         """Ids of the entities containing a needle, newest first (see `_newest_official`),

@@ -255,7 +255,8 @@ def serve(
     from graphmem.server import build_server
 
     try:
-        server = build_server(settings)
+        # Over stdio there is one client, and it is served one call at a time.
+        server = build_server(settings, one_client=network is None)
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
     if network is None:

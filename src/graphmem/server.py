@@ -3,7 +3,8 @@
 It uses the SDK's low-level `Server`, because the official tool listing has to be
 reproduced to the letter (schemas, titles, annotations) and because it is the lean
 path through the SDK: one dispatch per call, no per-call schema generation. The
-store lives in the lifespan; calls reach it on a worker thread, one at a time.
+store lives in the lifespan; calls reach it one at a time, on a thread of its own (or,
+serving one client over stdio, on the event loop itself).
 """
 
 from __future__ import annotations

@@ -255,8 +255,11 @@ def serve(
     from graphmem.server import build_server
 
     try:
-        # Over stdio there is one client, and it is served one call at a time.
-        server = build_server(settings, one_client=network is None)
+        # Over stdio there is one client, and it is served one call at a time. Not for a
+        # JSONL memory: each of its writes builds the whole file anew in memory, which on the
+        # main thread measured 40% slower (43 ms against 30 at 40,000 entities; glibc serves
+        # a thread's large allocations from an arena of its own).
+        server = build_server(settings, one_client=network is None and settings.backend == "sqlite")
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
     if network is None:

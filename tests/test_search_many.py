@@ -119,3 +119,22 @@ def test_words_each_in_thousands_are_scored_among_the_newest_that_hold_them(memo
     # Those that say "coffee" twice score higher and come first.
     twice = [n for n in numbers if n % 10 == 0]
     assert numbers[: len(twice)] == twice and twice
+
+
+def test_a_search_whose_matches_are_smaller_than_the_memory_s_average_shows_all_that_fit(tmp_path: Path) -> None:
+    # The first ranking names only as many entities as the memory's averages say the budget
+    # shows; these matches are far smaller, so graphmem names more until the budget is full.
+    store = open_store(Settings(memory_path=tmp_path / "memory.db"))
+    try:
+        graph = KnowledgeGraph(store)
+        big = [
+            Entity(f"big-{i}", "big", tuple(f"a long observation number {n} " * 4 for n in range(20)))
+            for i in range(300)
+        ]
+        tiny = [Entity(f"t-{i}", "tiny", ()) for i in range(600)]
+        graph.import_graph(big + tiny, [])
+        answer = _search(graph, query="tiny")
+        assert len(answer.structured["entities"]) == 600
+        assert "truncated" not in answer.structured
+    finally:
+        store.close()

@@ -12,14 +12,24 @@ from typing import Any, Literal
 from pydantic import Field
 
 from graphmem import schemas, search
+from graphmem.graph import RankedNames
 from graphmem.limits import Limits
-from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
 from graphmem.search import RANKED_AT_MOST
 from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
-from graphmem.tools.budget import SMALLEST_ENTITY, SMALLEST_OUTLINE, cut_note, fit_graph, fit_items, most_that_fit
+from graphmem.tools.budget import (
+    SMALLEST_ENTITY,
+    SMALLEST_OUTLINE,
+    Fitted,
+    cut_note,
+    fit_graph,
+    fit_items,
+    most_that_fit,
+)
 from graphmem.tools.reading import (
     SMALL_MEMORY,
     bounded_graph_output,
+    first_read,
     fits,
     head_that_fits,
     ranked_that_fit,
@@ -258,12 +268,23 @@ def _read_outlines(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
 
 
 def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
-    # Rank and name no more entities than the budget could show, however many match.
+    def rank(named_at_most: int | None) -> RankedNames:
+        return ctx.graph.rank_search(
+            args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, named_at_most=named_at_most
+        )
+
+    # Rank and name no more entities than the budget could show, however many match: at
+    # first twice what the memory's counts say it shows (naming the 2,000 a common word
+    # finds costs more than ranking them), then all it could show if the names ran out first.
     cap = most_that_fit(ctx.response_budget, SMALLEST_ENTITY)
-    ranked = ctx.graph.rank_search(
-        args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, named_at_most=cap
-    )
-    if len(ranked.names) == ranked.total and not ranked.more:
+    named = None if cap is None else min(cap, 2 * first_read(ctx, cap))
+    ranked = rank(named)
+    loaded: tuple[Graph, Fitted | None] | None = None
+    if cap is not None and named is not None and named < cap and len(ranked.names) < ranked.total:
+        loaded = ranked_that_fit(ctx, ranked.names)
+        if loaded[1] is None or not loaded[1].cut:
+            ranked, loaded = rank(cap), None
+    if loaded is None and len(ranked.names) == ranked.total and not ranked.more:
         # A small memory (the usual one): the answer is picked from the whole graph's wire
         # form, as read_graph's is, when it fits.
         wire = ctx.graph.official_subgraph(ranked.names, SMALL_MEMORY)
@@ -271,7 +292,7 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
             text = dump_json(wire)
             if fits(ctx, text):
                 return ToolOutput(wire, text)
-    graph, fitted = ranked_that_fit(ctx, ranked.names)
+    graph, fitted = loaded if loaded is not None else ranked_that_fit(ctx, ranked.names)
     if fitted is None and len(graph.entities) == ranked.total and not ranked.more:
         wire = graph.to_wire()
         text = dump_json(wire)

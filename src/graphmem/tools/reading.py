@@ -21,7 +21,15 @@ from graphmem.tools.budget import (
     next_read_size,
 )
 
-__all__ = ["SMALL_MEMORY", "bounded_graph_output", "fits", "graph_output", "head_that_fits", "ranked_that_fit"]
+__all__ = [
+    "SMALL_MEMORY",
+    "bounded_graph_output",
+    "first_read",
+    "fits",
+    "graph_output",
+    "head_that_fits",
+    "ranked_that_fit",
+]
 
 
 def graph_output(wire: dict[str, Any]) -> ToolOutput:
@@ -81,7 +89,7 @@ _FIRST_HEAD = 64
 SMALL_MEMORY = 256
 
 
-def _first_read(ctx: ToolContext, at_most: int) -> int:
+def first_read(ctx: ToolContext, at_most: int) -> int:
     """How many of `at_most` entities a first read loads.
 
     A small memory (the usual one) is read whole at once: two reads would cost more than
@@ -107,7 +115,7 @@ def head_that_fits(ctx: ToolContext, cap: int) -> tuple[GraphPage, Fitted | None
     inside them, gives the same answer (an entity's cost counts every relation touching
     it, in any read).
     """
-    limit = _first_read(ctx, cap)
+    limit = first_read(ctx, cap)
     while True:
         page = ctx.graph.read_head(limit)
         if limit >= cap or len(page.graph.entities) < limit:
@@ -129,7 +137,7 @@ def ranked_that_fit(ctx: ToolContext, names: Sequence[str]) -> tuple[Graph, Fitt
     """
     if ctx.response_budget <= 0:
         return ctx.graph.load_ranked(names), None
-    count = _first_read(ctx, len(names))
+    count = first_read(ctx, len(names))
     while True:
         graph = ctx.graph.load_ranked(names[:count])
         if count >= len(names):

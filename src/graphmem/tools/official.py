@@ -318,15 +318,20 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
     truncated: dict[str, Any] = {"omittedEntities": omitted, "nextOffset": next_offset}
     if ranked.more:
         truncated["atLeast"] = True
-        note = (
-            f"Showing {len(kept)} of at least {ranked.total:,} entities that contain the query, the most "
-            f"recent first: past {RANKED_AT_MOST:,} matches they are not ranked by score or counted to the end. "
-            f"The others were left out to keep this answer within the response budget of about "
-            f"{ctx.response_budget:,} tokens. {how}"
-        )
-    else:
-        note = cut_note(len(kept), omitted, ctx.response_budget, how)
+    note = _search_cut_note(len(kept), ranked, ctx.response_budget, how)
     return ToolOutput({**wire, "truncated": truncated}, dump_json(wire), (note,))
+
+
+def _search_cut_note(shown: int, ranked: RankedNames, budget_tokens: int, how: str) -> str:
+    """What a cut search answer tells the model: how many it shows of how many, and how to go on."""
+    if not ranked.more:
+        return cut_note(shown, ranked.total - shown, budget_tokens, how)
+    return (
+        f"Showing {shown} of at least {ranked.total:,} entities that contain the query, the most recent "
+        f"first: past {RANKED_AT_MOST:,} matches they are not ranked by score or counted to the end. The "
+        f"others were left out to keep this answer within the response budget of about {budget_tokens:,} "
+        f"tokens. {how}"
+    )
 
 
 def open_nodes(ctx: ToolContext, args: _OpenArgs) -> ToolOutput:

@@ -440,7 +440,8 @@ def _pages(tools: list[types.Tool], size: int | None) -> dict[str | None, types.
 
 
 def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any) -> ToolOutput:
-    """Run a tool on the worker thread, stopped and rolled back past the call time limit."""
+    """Run a tool where the store's calls run (`AppState.run`), stopped and rolled back past
+    the call time limit; a reusable read may be answered from the answers kept."""
     with state.tools.graph.time_limit(state.call_time_limit if spec.time_limited else 0):
         return state.answers.run(spec, state.tools, arguments)
 

@@ -26,6 +26,7 @@ import itertools
 import json
 import sqlite3
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from graphmem.storage.words import Term, WordDocument, idf, score, score_bound, stem
 
@@ -140,6 +141,36 @@ def count_term(conn: sqlite3.Connection, term: Term, at_most: int) -> int:
     return int(found)
 
 
+@dataclass(frozen=True, slots=True)
+class _Scoring:
+    """What scoring a word-index row in Python needs: the terms, their stems and IDFs, the
+    columns' weights and the mean document length."""
+
+    terms: Sequence[Term]
+    stems: list[str]
+    weights: Sequence[float]
+    idfs: list[float]
+    average: float
+
+    @classmethod
+    def of(
+        cls, terms: Sequence[Term], counts: Sequence[int], rows: int, words: int, weights: Sequence[float]
+    ) -> _Scoring:
+        idfs = [idf(count, rows) for count in counts]
+        return cls(terms, [stem(term.word) for term in terms], weights, idfs, words / rows)
+
+    def row(self, name: str, aliases: str, entity_type: str, observations: str) -> float:
+        """A row's score, the floats of FTS5's bm25() for it."""
+        # The columns hold aliases and observations one a line, and a line break
+        # separates words as the end of a text does.
+        document = WordDocument(name, (aliases,), entity_type, (observations,))
+        frequencies = [
+            document.frequency(word, term.prefix, self.weights)
+            for word, term in zip(self.stems, self.terms, strict=True)
+        ]
+        return score(frequencies, self.idfs, document.length, self.average)
+
+
 def best_matches(
     conn: sqlite3.Connection,
     terms: Sequence[Term],
@@ -165,10 +196,8 @@ def best_matches(
     if not terms or sum(counts) < MIN_MATCHES:
         return None
     max_scored = max(_MAX_SCORED, min(_MAX_SCORED_LARGE, sum(counts) // _FTS5_TO_PYTHON))
-    idfs = [idf(count, rows) for count in counts]
-    bounds = [score_bound(term_idf) for term_idf in idfs]
-    stems = [stem(term.word) for term in terms]
-    average = words / rows
+    scoring = _Scoring.of(terms, counts, rows, words, weights)
+    bounds = [score_bound(term_idf) for term_idf in scoring.idfs]
     sql = "SELECT w.rowid, w.name, w.aliases, w.entity_type, w.observations FROM entity_words AS w"
     if entity_type is not None:
         sql += " JOIN entities AS e ON e.id = w.rowid AND e.entity_type = :type"
@@ -196,13 +225,7 @@ def best_matches(
             seen.add(rowid)
             if rowid in exclude:
                 continue
-            # The columns hold aliases and observations one a line, and a line break
-            # separates words as the end of a text does.
-            document = WordDocument(name, (aliases,), entity_type_text, (observations,))
-            frequencies = [
-                document.frequency(word, term.prefix, weights) for word, term in zip(stems, terms, strict=True)
-            ]
-            scored[rowid] = score(frequencies, idfs, document.length, average)
+            scored[rowid] = scoring.row(name, aliases, entity_type_text, observations)
     return sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:wanted]
 
 
@@ -231,9 +254,7 @@ def newest_matches(
     are scored (then, when those are too few, the newest holding any), with the scores
     FTS5's bm25() would give them; best first, equal scores in id order.
     """
-    idfs = [idf(count, rows) for count in counts]
-    stems = [stem(term.word) for term in terms]
-    average = words / rows
+    scoring = _Scoring.of(terms, counts, rows, words, weights)
     sql = (
         "SELECT rowid, name, aliases, entity_type, observations FROM entity_words"
         " WHERE entity_words MATCH ? ORDER BY rowid DESC"
@@ -257,11 +278,7 @@ def newest_matches(
                     ):
                         continue
                     seen += 1
-                    document = WordDocument(name, (aliases,), entity_type_text, (observations,))
-                    frequencies = [
-                        document.frequency(word, term.prefix, weights) for word, term in zip(stems, terms, strict=True)
-                    ]
-                    scored[rowid] = score(frequencies, idfs, document.length, average)
+                    scored[rowid] = scoring.row(name, aliases, entity_type_text, observations)
         finally:
             cursor.close()
         if len(scored) >= wanted:

@@ -30,8 +30,8 @@ from graphmem.tools.reading import (
     SMALL_MEMORY,
     bounded_graph_output,
     first_read,
-    fits,
     head_that_fits,
+    output_if_it_fits,
     ranked_that_fit,
 )
 
@@ -217,10 +217,9 @@ def read_graph(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
         # The plain call answers exactly as the official server when it fits; a small
         # memory (the usual one) is written straight from the store, and measured.
         wire = ctx.graph.official_graph(SMALL_MEMORY)
-        if wire is not None:
-            text = dump_json(wire)
-            if fits(ctx, text):
-                return ToolOutput(wire, text)
+        output = None if wire is None else output_if_it_fits(ctx, wire)
+        if output is not None:
+            return output
         if cap is None:
             page, fitted = ctx.graph.read_page(None, 0, None), None
         else:
@@ -288,16 +287,14 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
         # A small memory (the usual one): the answer is picked from the whole graph's wire
         # form, as read_graph's is, when it fits.
         wire = ctx.graph.official_subgraph(ranked.names, SMALL_MEMORY)
-        if wire is not None:
-            text = dump_json(wire)
-            if fits(ctx, text):
-                return ToolOutput(wire, text)
+        output = None if wire is None else output_if_it_fits(ctx, wire)
+        if output is not None:
+            return output
     graph, fitted = loaded if loaded is not None else ranked_that_fit(ctx, ranked.names)
     if fitted is None and len(graph.entities) == ranked.total and not ranked.more:
-        wire = graph.to_wire()
-        text = dump_json(wire)
-        if fits(ctx, text):
-            return ToolOutput(wire, text)
+        output = output_if_it_fits(ctx, graph.to_wire())
+        if output is not None:
+            return output
     if fitted is None:
         fitted = fit_graph(graph, ctx.response_budget)
     wire = fitted.graph.to_wire()

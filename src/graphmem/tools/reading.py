@@ -28,8 +28,15 @@ __all__ = [
     "fits",
     "graph_output",
     "head_that_fits",
+    "output_if_it_fits",
     "ranked_that_fit",
 ]
+
+
+def output_if_it_fits(ctx: ToolContext, wire: dict[str, Any]) -> ToolOutput | None:
+    """The answer as it is, written once and measured, when its text is within the budget."""
+    text = dump_json(wire)
+    return ToolOutput(wire, text) if fits(ctx, text) else None
 
 
 def graph_output(wire: dict[str, Any]) -> ToolOutput:
@@ -66,9 +73,9 @@ def bounded_graph_output(
         wire = graph.to_wire()
         if extra:
             wire.update(extra)
-        text = dump_json(wire)
-        if fits(ctx, text):
-            return ToolOutput(wire, text)
+        output = output_if_it_fits(ctx, wire)
+        if output is not None:
+            return output
     if fitted is None:
         fitted = fit_graph(graph, ctx.response_budget)
     wire = fitted.graph.to_wire()

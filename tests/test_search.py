@@ -36,6 +36,11 @@ def test_a_search_looks_for_each_whole_query_and_each_word_or_word_start():
     assert plan.max_word_matches == MAX_WORD_MATCHES
 
 
+def test_a_number_is_looked_for_as_a_whole_word_never_as_the_start_of_longer_ones():
+    plan = word_search(["ticket #111-2 of 2024, v3"])
+    assert plan.terms == (Term("ticket", True), Term("111"), Term("2"), Term("2024"), Term("v3"))
+
+
 def test_names_weigh_more_than_aliases_than_types_than_observations():
     name, alias, entity_type, observation = WEIGHTS
     assert name > alias > entity_type > observation > 0
@@ -81,6 +86,17 @@ def test_whole_query_matches_come_before_word_matches(graph):
 def test_a_name_match_ranks_above_a_mention_in_observations(graph):
     _people(graph)
     assert _names(graph, "alice") == ["Alice", "Carol"]
+
+
+def test_a_numbered_thing_is_found_without_the_others_its_number_starts(graph):
+    graph.create_entities(
+        [Entity(f"ticket {number}", "ticket", (f"opened as #{number}-1",)) for number in (111, 1110, 1115, 11100)]
+    )
+    assert _names(graph, "#111-1") == ["ticket 111"]
+    assert _names(graph, "ticket 111") == ["ticket 111", "ticket 1110", "ticket 1115", "ticket 11100"]
+    # A word still finds the longer words it starts.
+    graph.create_entities([Entity("Berlin", "city")])
+    assert _names(graph, "berl") == ["Berlin"]
 
 
 def test_every_entity_the_official_substring_search_finds_is_returned(graph):

@@ -43,6 +43,16 @@ _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # Berlin). Shorter ones would match too much ("bo" in bolt, bottle, book...).
 _MIN_PREFIX = 3
 
+
+def _is_prefix(word: str) -> bool:
+    """Whether a query word also finds the longer words it starts.
+
+    Not a number: "111" is not a form of 1110 or 11100 the way "berl" is of Berlin, and on
+    a memory of numbered things (tickets, tags, versions) it would bring in hundreds of them.
+    """
+    return len(word) >= _MIN_PREFIX and not word.isdigit()
+
+
 WEIGHTS = (10.0, 8.0, 4.0, 1.0)
 """BM25 weight of a hit in an entity's name, aliases, type and observations.
 
@@ -74,10 +84,10 @@ def word_search(
     queries: Sequence[str], *, entity_type: str | None = None, limit: int | None = None, offset: int = 0
 ) -> WordSearch:
     """The search the store runs for these queries (an entity may match any of them)."""
-    # One term per word: the word itself or, when long enough, any word it starts.
+    # One term per word: the word itself or, when long enough and not a number, any word it starts.
     # Looking for the exact form as well (so "ann" ranks Ann above Annual) measured no
     # better on the quality set and costs a fifth more time on long questions.
-    terms = [Term(word, prefix=len(word) >= _MIN_PREFIX) for query in queries for word in query_terms(query)]
+    terms = [Term(word, prefix=_is_prefix(word)) for query in queries for word in query_terms(query)]
     return WordSearch(
         needles=tuple(dict.fromkeys(query.lower() for query in queries)),
         terms=tuple(dict.fromkeys(terms)),

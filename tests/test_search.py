@@ -8,7 +8,7 @@ from graphmem.config import Settings
 from graphmem.errors import InvalidInputError
 from graphmem.graph import KnowledgeGraph
 from graphmem.limits import Limits
-from graphmem.models import Entity, Relation
+from graphmem.models import Entity, ObservationAddition, Relation
 from graphmem.search import MAX_WORD_MATCHES, WEIGHTS, query_terms, word_search
 from graphmem.storage import open_store
 from graphmem.storage.words import Term
@@ -233,5 +233,25 @@ def test_a_small_memory_answers_a_search_as_the_entities_loaded_one_by_one_would
             assert ranked.names or query in ("nothing at all",)
             answer = spec.run(ctx, spec.arguments.model_validate({"query": query}))
             assert answer.structured == graph.load_ranked(ranked.names).to_wire(), query
+
+        def answers_as_loaded(query: str) -> bool:
+            ranked = graph.rank_search(query)
+            answer = spec.run(ctx, spec.arguments.model_validate({"query": query}))
+            return answer.structured == graph.load_ranked(ranked.names).to_wire()
+
+        # The whole graph (and its index by name) is read again after any write: by this
+        # graph, or by another process on the same file.
+        graph.add_observations([ObservationAddition("Bob", ("drinks tea",))])
+        graph.create_relations([Relation("Acme", "Bob", "employs")])
+        assert answers_as_loaded("tea")
+        assert "Bob" in [entity.name for entity in graph.search_nodes("tea").entities]
+        other = open_store(Settings.from_env({}, memory_file=str(path), cwd=tmp_path))
+        try:
+            KnowledgeGraph(other).create_entities([Entity("Tea House", "place", ("serves tea",))])
+        finally:
+            other.close()
+        assert answers_as_loaded("tea")
+        answer = spec.run(ctx, spec.arguments.model_validate({"query": "tea"}))
+        assert "Tea House" in [entity["name"] for entity in answer.structured["entities"]]
     finally:
         store.close()

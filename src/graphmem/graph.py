@@ -49,6 +49,31 @@ class RankedNames:
 
 
 @dataclass(frozen=True, slots=True)
+class _IndexedGraph:
+    """A small memory's whole graph in wire form, with its entities and the positions of the
+    relations touching each name found by name."""
+
+    version: Hashable
+    entity_count: int
+    entities_by_name: dict[str, list[dict[str, Any]]]
+    relations: list[dict[str, Any]]
+    relations_by_name: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, version: Hashable, wire: dict[str, list[dict[str, Any]]]) -> _IndexedGraph:
+        entities_by_name: dict[str, list[dict[str, Any]]] = {}
+        for entity in wire["entities"]:
+            # A JSONL file may hold two entities under one name; the official search returns both.
+            entities_by_name.setdefault(entity["name"], []).append(entity)
+        relations_by_name: dict[str, list[int]] = {}
+        for position, relation in enumerate(wire["relations"]):
+            relations_by_name.setdefault(relation["from"], []).append(position)
+            if relation["to"] != relation["from"]:
+                relations_by_name.setdefault(relation["to"], []).append(position)
+        return cls(version, len(wire["entities"]), entities_by_name, wire["relations"], relations_by_name)
+
+
+@dataclass(frozen=True, slots=True)
 class CreatedEntities:
     created: tuple[Entity, ...]
     skipped: tuple[str, ...]
@@ -80,6 +105,8 @@ class KnowledgeGraph:
         self.store = store
         self.strict = strict
         self.limits = limits or Limits()
+        self._indexed: _IndexedGraph | None = None
+        """A small memory's whole graph indexed by name, and the memory version it was read at."""
 
     # -- validation -----------------------------------------------------------
 
@@ -538,20 +565,30 @@ class KnowledgeGraph:
         memory holds more than `at_most` entities.
 
         On a small memory the whole graph's wire form is kept by the store until a write:
-        picking the named entities and their relations from it costs a fraction of loading
-        them and building entity and relation objects.
+        picking the named entities and their relations from it, through an index by name
+        kept as long as the memory is unchanged, costs a fraction of loading them and
+        building entity and relation objects.
         """
-        whole = self.official_graph(at_most)
+        whole = self._whole_graph(at_most)
         if whole is None:
             return None
-        by_name: dict[str, list[dict[str, Any]]] = {}
-        for entity in whole["entities"]:
-            by_name.setdefault(entity["name"], []).append(entity)
-        chosen = set(names)
+        positions = sorted({p for name in set(names) for p in whole.relations_by_name.get(name, ())})
         return {
-            "entities": [entity for name in names for entity in by_name.get(name, ())],
-            "relations": [r for r in whole["relations"] if r["from"] in chosen or r["to"] in chosen],
+            "entities": [entity for name in names for entity in whole.entities_by_name.get(name, ())],
+            "relations": [whole.relations[p] for p in positions],
         }
+
+    def _whole_graph(self, at_most: int) -> _IndexedGraph | None:
+        version = self.version()
+        kept = self._indexed
+        if kept is None or version is None or kept.version != version:
+            wire = self.official_graph(at_most)
+            if wire is None:
+                return None
+            kept = _IndexedGraph.of(version, wire)
+            # Read inside a write (no version), it may still roll back: not kept.
+            self._indexed = None if version is None else kept
+        return kept if kept.entity_count <= at_most else None
 
     def load_ranked(self, names: Sequence[str]) -> Graph:
         """The named entities in the order given, and every relation touching them."""

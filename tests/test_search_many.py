@@ -121,6 +121,35 @@ def test_words_each_in_thousands_are_scored_among_the_newest_that_hold_them(memo
     assert numbers[: len(twice)] == twice and twice
 
 
+def test_a_rare_word_ranks_its_entity_first_and_the_common_words_take_the_newest(tmp_path: Path) -> None:
+    # "zed" is one entity's name; "alpha" and "beta" are each in more than RANKED_AT_MOST
+    # entities (and fewer than half, so they still count). Once "zed" is scored, the other
+    # nine come from the newest holding both, four looked at for each one wanted, not from
+    # ranking every one of them.
+    holders = RANKED_AT_MOST + 200
+    store = open_store(Settings(memory_path=tmp_path / "memory.db"))
+    try:
+        graph = KnowledgeGraph(store)
+        entities = [Entity("Zed", "person", ("met alpha once",))]
+        for i in range(2 * holders + 100):
+            if i % 2 == 0 and i < 2 * holders:
+                # A tenth say "alpha" twice: a higher score.
+                observations = ("alpha beta", "alpha again") if i % 20 == 0 else ("alpha beta",)
+            else:
+                observations = ("gamma",)
+            entities.append(Entity(f"thing-{i}", "thing", observations))
+        graph.import_graph(entities, [])
+        names = _names(_search(graph, query="Zed alpha beta", limit=10))
+        assert names[0] == "Zed" and len(names) == 10
+        numbers = [int(name.split("-")[1]) for name in names[1:]]
+        newest_holder = 2 * holders - 2
+        assert min(numbers) >= newest_holder - 2 * 4 * 9
+        twice = [n for n in numbers if n % 20 == 0]
+        assert numbers[: len(twice)] == twice and twice
+    finally:
+        store.close()
+
+
 def test_a_search_whose_matches_are_smaller_than_the_memory_s_average_shows_all_that_fit(tmp_path: Path) -> None:
     # The first ranking names only as many entities as the memory's averages say the budget
     # shows; these matches are far smaller, so graphmem names more until the budget is full.

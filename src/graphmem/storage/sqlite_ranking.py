@@ -16,7 +16,10 @@ The statistics BM25 needs come from the index itself: the number of rows and of 
 from FTS5's averages record, and each term's document count from FTS5, remembered in
 `TermCounts` while the index is unchanged (counting a word in half a million entities
 takes 20 ms). When the rarest terms alone match too many entities, `best_matches`
-answers None and the store lets FTS5 rank as before.
+answers None and the store lets FTS5 rank as before. Terms each in more than
+`RANKED_AT_MOST` entities are not ranked over all of them: the entities holding only
+those are scored among the newest that hold them (`newest_matches`, and the end of
+`best_matches` once the rarer terms are scored).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from graphmem.storage.words import Term, WordDocument, idf, score, score_bound, stem
+from graphmem.storage.words import RANKED_AT_MOST, Term, WordDocument, idf, score, score_bound, stem
 
 __all__ = ["MIN_MATCHES", "TermCounts", "best_matches", "count_term", "fts_phrase", "index_size", "newest_matches"]
 
@@ -211,6 +214,14 @@ def best_matches(
             if sum(bounds[index] for index in unseen) * _MARGIN < kth:
                 break  # an entity matching only the terms left scores below the k-th
         index = unseen[0]
+        if all(counts[left] > RANKED_AT_MOST for left in unseen):
+            # Only words each in thousands of entities are left ("berlin", "project"): as
+            # when a query has no other (newest_matches), the entities matching only those
+            # are taken among the newest holding them, not ranked over all of them.
+            among = [terms[left] for left in unseen]
+            skip = set(exclude) | seen
+            scored.update(_score_newest(conn, scoring, among, wanted - len(scored), skip, entity_type))
+            break
         if len(seen) + counts[index] > max_scored:
             # Too many to score here: FTS5 scores the rest, a few words at a time.
             found = _best_by_word_sets(conn, terms, bounds, unseen, weights, wanted, exclude, entity_type, scored)
@@ -229,8 +240,11 @@ def best_matches(
     return sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:wanted]
 
 
-# How many of the newest entities holding a query's words `newest_matches` scores (about
-# 15 µs each in Python: reading the document and splitting it into words).
+# How many of the newest entities holding a query's words are scored (about 15 µs each in
+# Python: reading the document and splitting it into words): four for each one wanted, so
+# the 50 word matches of a search without a limit choose among 200, and a question with
+# limit 10 among 40, at most 200.
+_NEWEST_PER_WANTED = 4
 _NEWEST_SCORED = 200
 
 
@@ -250,24 +264,41 @@ def newest_matches(
     For a query every word of which is in thousands of entities: finding the best of all
     of them makes FTS5 score every one (it even counts each term's rows again for its
     IDF, half a second for three common words at a million entities), for words that tell
-    them apart little. Instead the newest `_NEWEST_SCORED` entities holding every term
-    are scored (then, when those are too few, the newest holding any), with the scores
-    FTS5's bm25() would give them; best first, equal scores in id order.
+    them apart little. Instead the newest entities holding every term (four for each
+    one wanted, at most `_NEWEST_SCORED`) are scored (then, when those are too few, the
+    newest holding any), with the scores FTS5's bm25() would give them; best first, equal
+    scores in id order.
     """
     scoring = _Scoring.of(terms, counts, rows, words, weights)
+    scored = _score_newest(conn, scoring, terms, wanted, exclude, entity_type)
+    return sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:wanted]
+
+
+def _score_newest(
+    conn: sqlite3.Connection,
+    scoring: _Scoring,
+    among: Sequence[Term],
+    wanted: int,
+    exclude: Collection[int],
+    entity_type: str | None,
+) -> dict[int, float]:
+    """The scores of the newest entities holding every term of `among` (then, when fewer
+    than `wanted`, of those holding any), outside `exclude`, scored over all of `scoring`'s
+    terms: four for each one wanted, at most `_NEWEST_SCORED`."""
+    pool = min(_NEWEST_SCORED, _NEWEST_PER_WANTED * max(1, wanted))
     sql = (
         "SELECT rowid, name, aliases, entity_type, observations FROM entity_words"
         " WHERE entity_words MATCH ? ORDER BY rowid DESC"
     )
     scored: dict[int, float] = {}
-    queries = [" AND ".join(map(term_query, terms))]
-    if len(terms) > 1:
-        queries.append(" OR ".join(map(term_query, terms)))
+    queries = [" AND ".join(map(term_query, among))]
+    if len(among) > 1:
+        queries.append(" OR ".join(map(term_query, among)))
     for query in queries:
         seen = 0
         cursor = conn.execute(sql, (query,))
         try:
-            while seen < _NEWEST_SCORED and (chunk := cursor.fetchmany(_NEWEST_SCORED - seen)):
+            while seen < pool and (chunk := cursor.fetchmany(pool - seen)):
                 for rowid, name, aliases, entity_type_text, observations in chunk:
                     # The word index holds the type as it is: a filter is a comparison here,
                     # which keeps FTS5 walking its own rows newest first.
@@ -283,7 +314,7 @@ def newest_matches(
             cursor.close()
         if len(scored) >= wanted:
             break
-    return sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:wanted]
+    return scored
 
 
 def _best_by_word_sets(

@@ -80,20 +80,27 @@ def _at_1m(report: dict[str, Any], import_peak_40k: float | None) -> Iterator[st
 
 
 def _at_100(report: dict[str, Any]) -> Iterator[str]:
-    ratios = _ratios(report)
-    if not ratios:
-        yield "  ----  every official tool at least as fast as the official server: it did not run"
-        return
-    name, ratio = min(ratios.items(), key=lambda item: item[1])
-    yield _line(
-        ratio >= 1, "every official tool at least as fast as the official server", f"lowest {name} {ratio:.2f}x"
-    )
     ping = report["operations"]["ping"]
-    if "official" in ping:
-        yield (
-            f"        ping round trip (the protocol layer's cost): graphmem {ping['graphmem']['median_ms']:.3f} ms, "
-            f"official {ping['official']['median_ms']:.3f} ms"
-        )
+    if "official" not in ping:
+        yield "  ----  the protocol layer's cost: the official server did not run"
+        return
+    yield (
+        f"        ping round trip (the protocol layer's cost): graphmem {ping['graphmem']['median_ms']:.3f} ms, "
+        f"official {ping['official']['median_ms']:.3f} ms"
+    )
+
+
+def _never_slower(reports: list[dict[str, Any]]) -> str:
+    """No size where the official server wins: the lowest ratio of any official tool at any size."""
+    ratios = {(report["size"], name): ratio for report in reports for name, ratio in _ratios(report).items()}
+    if not ratios:
+        return "  ----  every official tool at least as fast as the official server: it did not run"
+    (size, name), ratio = min(ratios.items(), key=lambda item: item[1])
+    return _line(
+        ratio >= 1,
+        "every official tool at least as fast as the official server, at every size",
+        f"lowest {name} at {size:,} entities {ratio:.3f}x",
+    )
 
 
 def check_targets(reports: list[dict[str, Any]], start_up: dict[str, float]) -> list[str]:
@@ -118,6 +125,7 @@ def check_targets(reports: list[dict[str, Any]], start_up: dict[str, float]) -> 
     cold = max(report["cold_start_seconds"]["graphmem"] for report in reports)
     floor = start_up["mcp_sdk"]
     lines.append(" every size:")
+    lines.append(_never_slower(reports))
     lines.append(
         _line(
             cold <= floor + 0.2,

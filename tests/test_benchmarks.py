@@ -67,6 +67,21 @@ def test_the_targets_name_the_operation_that_misses():
     assert "PASS  cold start within 0.2 s of importing the MCP SDK" in text
 
 
+def test_the_official_server_may_win_at_no_size():
+    fast = {name: (1.0, 2.0) for name in ("ping", "open_nodes (1)", "read_graph")}
+    close = fast | {"search_nodes (common word)": (5.0, 4.5)}  # the official server wins here
+    reports = [_report(100, fast), _report(1_000, close)]
+    text = "\n".join(check_targets(reports, {"python": 0.02, "mcp_sdk": 0.5, "graphmem_modules": 0.6}))
+    assert (
+        "MISS  every official tool at least as fast as the official server, at every size: "
+        "lowest search_nodes (common word) at 1,000 entities 0.900x"
+    ) in text
+    assert "ping round trip (the protocol layer's cost): graphmem 1.000 ms, official 2.000 ms" in text
+    reports[1] = _report(1_000, fast)
+    text = "\n".join(check_targets(reports, {"python": 0.02, "mcp_sdk": 0.5, "graphmem_modules": 0.6}))
+    assert "PASS  every official tool at least as fast as the official server, at every size: lowest" in text
+
+
 def test_every_operation_the_benchmark_times_succeeds_on_graphmem(tmp_path: Path):
     # The timed calls, run once each through the tools: a call the server rejects would
     # make the benchmark time an error message.

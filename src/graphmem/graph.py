@@ -423,7 +423,8 @@ class KnowledgeGraph:
             return self.store.official_graph(at_most)
 
     def read_head(self, limit: int) -> GraphPage:
-        """The first `limit` entities and every relation touching them.
+        """The first `limit` entities and every relation touching them (for an answer: without
+        the relations' extra keys).
 
         When the graph has no more entities than that, this is exactly read_graph
         (relations between entities that do not exist included).
@@ -432,8 +433,9 @@ class KnowledgeGraph:
             entities, total = self.store.page_entities(None, 0, limit)
             if total <= limit:
                 return GraphPage(Graph(tuple(entities), tuple(self.store.iter_relations())), 0, total)
-            relations = self.store.relations_touching([entity.name for entity in entities])
-        return GraphPage(Graph(tuple(entities), tuple(relations)), 0, total)
+            # Keys, not whole relations: an answer never shows a relation's extra keys.
+            keys = self.store.relation_keys_touching([entity.name for entity in entities])
+        return GraphPage(Graph(tuple(entities), tuple(Relation(*key) for key in keys)), 0, total)
 
     def outline_page(
         self, entity_type: str | None, offset: int, limit: int | None, *, count_relations: bool = True
@@ -591,7 +593,8 @@ class KnowledgeGraph:
         return kept if kept.entity_count <= at_most else None
 
     def load_ranked(self, names: Sequence[str]) -> Graph:
-        """The named entities in the order given, and every relation touching them."""
+        """The named entities in the order given, and every relation touching them (for an
+        answer: without the relations' extra keys)."""
         with self.store.read():
             entities = self.store.get_entities(names)
             # A JSONL file may hold two entities under one name; the official search returns both.
@@ -599,8 +602,9 @@ class KnowledgeGraph:
             for entity in entities:
                 by_name.setdefault(entity.name, []).append(entity)
             ranked = tuple(entity for name in names for entity in by_name.get(name, ()))
-            relations = self.store.relations_touching(names)
-        return Graph(ranked, tuple(relations))
+            # Keys, not whole relations: an answer never shows a relation's extra keys.
+            relations = tuple(Relation(*key) for key in self.store.relation_keys_touching(names))
+        return Graph(ranked, relations)
 
     def counts(self) -> StoreCounts:
         with self.store.read():

@@ -475,6 +475,65 @@ def test_the_official_graph_follows_writes_from_this_and_other_connections(tmp_p
     other.close()
 
 
+def _official_relations(store: SQLiteStore) -> list[tuple[str, str, str]]:
+    with store.read():
+        wire = store.official_graph(100)
+    assert wire is not None
+    return [(relation["from"], relation["to"], relation["relationType"]) for relation in wire["relations"]]
+
+
+def test_the_official_graph_s_relations_follow_every_relation_write_of_any_connection(tmp_path: Path):
+    # After a write to entities only, the official graph keeps the relations it read
+    # (migration 0010 counts the relations' writes); any write to a relation reads them again.
+    mine, other = SQLiteStore(tmp_path / "memory.db"), SQLiteStore(tmp_path / "memory.db")
+    with mine.write():
+        mine.insert_entities([Entity("A", "t"), Entity("B", "t")])
+        mine.insert_relations([Relation("A", "B", "knows")])
+    assert _official_relations(mine) == [("A", "B", "knows")]
+    with mine.write():
+        mine.append_observations("A", ["likes tea"])
+    assert _official_relations(mine) == [("A", "B", "knows")]
+    with mine.read():
+        assert mine.official_graph(100)["entities"][0]["observations"] == ["likes tea"]  # type: ignore[index]
+    with other.write():
+        other.insert_relations([Relation("B", "A", "knows")])
+    assert _official_relations(mine) == [("A", "B", "knows"), ("B", "A", "knows")]
+    with other.write():
+        other.delete_relations([("A", "B", "knows")])
+    assert _official_relations(mine) == [("B", "A", "knows")]
+    with other.write():
+        other._conn.execute("UPDATE relations SET relation_type = 'likes'")  # as a rename of a type does
+    assert _official_relations(mine) == [("B", "A", "likes")]
+    with mine.write(), mine.bulk_insert():
+        mine.insert_relations([Relation("A", "A", "is")])
+    assert _official_relations(mine) == [("B", "A", "likes"), ("A", "A", "is")]
+    with other.write():
+        other.delete_entities(["A"])
+    assert _official_relations(mine) == []
+    mine.close()
+    other.close()
+
+
+def test_a_bulk_import_by_another_connection_does_not_fail_this_one_s_next_delete(tmp_path: Path):
+    # A bulk insert drops and recreates the row triggers. SQLite 3.40 then failed the first
+    # DELETE of another connection that had loaded the schema with "no such table:
+    # observations": a server's delete_entities right after `graphmem import` into its file.
+    setup = SQLiteStore(tmp_path / "memory.db")
+    with setup.write():
+        setup.insert_entities([Entity("A", "t", ("fact",)), Entity("B", "t")])
+    setup.close()
+    # An existing memory: both read its schema from the file. The server waits for a call.
+    server, importer = SQLiteStore(tmp_path / "memory.db"), SQLiteStore(tmp_path / "memory.db")
+    with importer.write(), importer.bulk_insert():
+        importer.insert_entities([Entity("C", "t", ("imported",))])
+    with server.write():
+        assert server.delete_entities(["A"]) == 1
+    with server.read():
+        assert [entity.name for entity in server.iter_entities()] == ["B", "C"]
+    server.close()
+    importer.close()
+
+
 def test_the_official_graph_read_inside_a_write_that_rolls_back_is_not_kept(tmp_path: Path):
     store = SQLiteStore(tmp_path / "memory.db")
     with store.write():

@@ -58,6 +58,12 @@ _TRIGRAM = 3
 
 _BEGIN_WRITE = "BEGIN IMMEDIATE"
 
+# Run first in each write: it reloads the schema if another connection changed it. In SQLite
+# 3.40 (Python 3.11's), once another connection has dropped and recreated triggers (a bulk
+# import does), the first DELETE from a table with a foreign key here fails with "no such
+# table" instead of reloading the schema; any read of the schema table first avoids that.
+_LOAD_SCHEMA = "SELECT 1 FROM sqlite_master LIMIT 1"
+
 
 def _migrations() -> list[tuple[int, str]]:
     folder = resources.files("graphmem.storage") / "migrations" / "sqlite"
@@ -143,6 +149,7 @@ _BULK_CATCH_UP = {
         " SELECT entity_type, count(*) FROM entities WHERE id > :entity GROUP BY entity_type"
         " ON CONFLICT (entity_type) DO UPDATE SET count = count + excluded.count"
     ),
+    "relation_writes_ai": "UPDATE write_counts SET count = count + 1 WHERE name = 'relations'",
     "relation_type_counts_ai": (
         "INSERT INTO relation_type_counts (relation_type, count)"
         " SELECT relation_type, count(*) FROM relations WHERE id > :relation GROUP BY relation_type"
@@ -335,6 +342,18 @@ def create_private_file(path: Path) -> None:
     os.close(fd)
 
 
+@dataclass(frozen=True, slots=True)
+class _OfficialGraph:
+    """A small memory's whole graph in the official wire form, and when it was read."""
+
+    state: tuple[int, int]
+    """`SQLiteStore._state()`: the memory is unchanged while it is."""
+    relation_writes: int
+    """The relations' write count (migration 0010): they are unchanged while it is."""
+    entities: list[dict[str, Any]]
+    relations: list[dict[str, Any]]
+
+
 class SQLiteStore:
     """A `Store` over one SQLite database file (or `:memory:`)."""
 
@@ -360,7 +379,7 @@ class SQLiteStore:
         self._term_counts = sqlite_ranking.TermCounts()
         self._writes = 0
         """Write transactions this connection committed: what it changed, data_version does not show."""
-        self._official: tuple[tuple[int, int], list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        self._official: _OfficialGraph | None = None
         """The last official_graph answer of a small memory, and the state it was read in."""
         self._depth = 0
         self._writing = False
@@ -406,6 +425,8 @@ class SQLiteStore:
                 return
             with map_backend_errors():
                 self._conn.execute(begin)
+                if begin == _BEGIN_WRITE:
+                    self._conn.execute(_LOAD_SCHEMA).fetchall()
             self._depth = 1
             self._writing = begin == _BEGIN_WRITE
             try:
@@ -594,20 +615,26 @@ class SQLiteStore:
         # An unchanged memory gives the same answer.
         state = self._state()
         answer = self._official
-        if self._writing or answer is None or answer[0] != state:
+        if self._writing or answer is None or answer.state != state:
             if self._entity_count(None) > at_most:
                 return None
             # SQLite writes the JSON in C; orjson reads it back faster than Python could build it.
             (entities_json,) = self._conn.execute(_OFFICIAL_ENTITIES).fetchone()
-            (relations_json,) = self._conn.execute(_OFFICIAL_RELATIONS).fetchone()
-            answer = (state, orjson.loads(entities_json), orjson.loads(relations_json))
+            (relation_writes,) = self._conn.execute(
+                "SELECT count FROM write_counts WHERE name = 'relations'"
+            ).fetchone()
+            if answer is not None and answer.relation_writes == relation_writes:
+                relations = answer.relations  # a write to entities only: the relations are those kept
+            else:
+                (relations_json,) = self._conn.execute(_OFFICIAL_RELATIONS).fetchone()
+                relations = orjson.loads(relations_json)
+            answer = _OfficialGraph(state, relation_writes, orjson.loads(entities_json), relations)
             # Inside a write the memory may still roll back: nothing read then is kept.
             self._official = None if self._writing else answer
-        _, entities, relations = answer
-        if len(entities) > at_most:
+        if len(answer.entities) > at_most:
             return None
         # New lists for the caller; the items are never changed by anyone.
-        return {"entities": list(entities), "relations": list(relations)}
+        return {"entities": list(answer.entities), "relations": list(answer.relations)}
 
     def page_entities(self, entity_type: str | None, offset: int, limit: int | None) -> tuple[list[Entity], int]:
         where = "" if entity_type is None else " WHERE entity_type = ?1"

@@ -124,8 +124,8 @@ def test_words_each_in_thousands_are_scored_among_the_newest_that_hold_them(memo
 def test_a_rare_word_ranks_its_entity_first_and_the_common_words_take_the_newest(tmp_path: Path) -> None:
     # "zed" is one entity's name; "alpha" and "beta" are each in more than RANKED_AT_MOST
     # entities (and fewer than half, so they still count). Once "zed" is scored, the other
-    # nine come from the newest holding both, four looked at for each one wanted, not from
-    # ranking every one of them.
+    # nine come from the newest holding both (four looked at for each of the ten wanted),
+    # not from ranking every one of them.
     holders = RANKED_AT_MOST + 200
     store = open_store(Settings(memory_path=tmp_path / "memory.db"))
     try:
@@ -143,7 +143,7 @@ def test_a_rare_word_ranks_its_entity_first_and_the_common_words_take_the_newest
         assert names[0] == "Zed" and len(names) == 10
         numbers = [int(name.split("-")[1]) for name in names[1:]]
         newest_holder = 2 * holders - 2
-        assert min(numbers) >= newest_holder - 2 * 4 * 9
+        assert min(numbers) >= newest_holder - 2 * 4 * 10
         twice = [n for n in numbers if n % 20 == 0]
         assert numbers[: len(twice)] == twice and twice
     finally:

@@ -50,8 +50,8 @@ class RankedNames:
 
 @dataclass(frozen=True, slots=True)
 class _IndexedGraph:
-    """A small memory's whole graph in wire form, with its entities and the positions of the
-    relations touching each name found by name."""
+    """A small memory's whole graph in wire form, indexed by name: the entities of each name,
+    and the positions of the relations touching it."""
 
     version: Hashable
     entity_count: int

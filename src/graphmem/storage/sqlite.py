@@ -837,11 +837,8 @@ class SQLiteStore:
             reach = max(named_end, RANKED_AT_MOST) + 1
         else:
             reach = None  # every match asked for by name: walk them all
-        if reach is not None and len(first) >= reach:
-            found = first[:reach]
-        else:
-            found = self._walk_official(search, reach, first)
-        ids = found
+        enough = reach is not None and len(first) >= reach
+        ids = first[:reach] if enough else self._walk_official(search, reach, first)
         hits = self._hits([(entity_id, True, 0.0) for entity_id in ids[search.offset : named_end]])
         if end is not None:
             return SearchResult(hits, max(0, min(end, len(ids)) - search.offset))

@@ -220,7 +220,7 @@ def best_matches(
             # are taken among the newest holding them, not ranked over all of them.
             among = [terms[left] for left in unseen]
             skip = set(exclude) | seen
-            scored.update(_score_newest(conn, scoring, among, wanted - len(scored), skip, entity_type))
+            scored.update(_score_newest(conn, scoring, among, wanted, skip, entity_type))
             break
         if len(seen) + counts[index] > max_scored:
             # Too many to score here: FTS5 scores the rest, a few words at a time.

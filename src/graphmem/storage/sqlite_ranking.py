@@ -237,6 +237,11 @@ def best_matches(
             if rowid in exclude:
                 continue
             scored[rowid] = scoring.row(name, aliases, entity_type_text, observations)
+    return _best_first(scored, wanted)
+
+
+def _best_first(scored: dict[int, float], wanted: int) -> list[tuple[int, float]]:
+    """The best `wanted` of the scored entities, equal scores in id order, as `ORDER BY bm25(), rowid` gives them."""
     return sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:wanted]
 
 
@@ -271,7 +276,7 @@ def newest_matches(
     """
     scoring = _Scoring.of(terms, counts, rows, words, weights)
     scored = _score_newest(conn, scoring, terms, wanted, exclude, entity_type)
-    return sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:wanted]
+    return _best_first(scored, wanted)
 
 
 def _score_newest(

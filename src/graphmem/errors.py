@@ -11,6 +11,7 @@ was wrong and what to do next, in one sentence or two.
     ├── ImportFormatError          a line of an imported file cannot be understood
     └── StorageError               the backend failed; raised only from storage/
         ├── StorageBusyError       another process held the memory for too long
+        ├── MemoryOpenError        the memory cannot be opened (start-up)
         ├── TimeLimitError         a call ran past the time limit and was stopped
         └── SchemaVersionError     the memory was written by a newer graphmem
 """
@@ -24,6 +25,7 @@ __all__ = [
     "GraphmemError",
     "ImportFormatError",
     "InvalidInputError",
+    "MemoryOpenError",
     "RelationNotFoundError",
     "SchemaVersionError",
     "StorageBusyError",
@@ -114,6 +116,15 @@ class StorageError(GraphmemError):
 
 class StorageBusyError(StorageError):
     """Another process kept the memory locked for longer than the wait limit."""
+
+
+class MemoryOpenError(StorageError):
+    """The memory cannot be opened: the message names the file, the cause and what to do."""
+
+    def __init__(self, location: str, cause: str, advice: str) -> None:
+        self.location = location
+        self.cause = cause
+        super().__init__(f"Cannot open the memory at {location}: {cause}. {advice}")
 
 
 class TimeLimitError(StorageError):

@@ -39,7 +39,7 @@ from graphmem.errors import GraphmemError
 from graphmem.graph import KnowledgeGraph
 from graphmem.instructions import build_instructions
 from graphmem.prompts import PROMPTS, render_prompt
-from graphmem.storage import open_store
+from graphmem.storage import Store, open_store
 from graphmem.tools import ALL_TOOLS, ToolContext, ToolOutput, ToolSpec, dump_json
 from graphmem.tools.answers import AnswerCache
 from graphmem.tools.resources import ENTITY_PREFIX, ENTITY_TEMPLATE, GRAPH_URI, entity_document, entity_name
@@ -198,6 +198,7 @@ def build_server(
     *,
     tools_page_size: int | None = None,
     one_client: bool = False,
+    store: Store | None = None,
 ) -> Server[AppState]:
     """The MCP server for one memory, ready for any transport.
 
@@ -210,6 +211,8 @@ def build_server(
             (stdio): each runs on the event loop itself. Handing it to the store's thread and
             back costs a tenth of a millisecond, a tenth of a small write; it only pays when
             other clients' calls could be served meanwhile. A call still stops at the time limit.
+        store: the memory, already opened (and checked) by the caller; the server closes it
+            when it stops. By default the server opens the memory the settings name as it starts.
 
     Raises:
         ConfigError: the settings name a toolset or tool that does not exist.
@@ -228,9 +231,12 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: Server[AppState]) -> AsyncIterator[AppState]:
-        store = await anyio.to_thread.run_sync(open_store, settings)
+        nonlocal store
+        # The store given is used once: a server run again opens the memory afresh.
+        given, store = store, None
+        opened = given if given is not None else await anyio.to_thread.run_sync(open_store, settings)
         try:
-            graph = KnowledgeGraph(store, strict=settings.strict, limits=settings.limits)
+            graph = KnowledgeGraph(opened, strict=settings.strict, limits=settings.limits)
             state = AppState(
                 ToolContext(graph, settings.response_budget),
                 call_time_limit=settings.call_time_limit,
@@ -243,7 +249,7 @@ def build_server(
                 state.relay.detach()
                 await anyio.to_thread.run_sync(state.worker.stop)
         finally:
-            await anyio.to_thread.run_sync(store.close)
+            await anyio.to_thread.run_sync(opened.close)
 
     async def list_tools(
         ctx: ServerRequestContext[AppState], params: types.PaginatedRequestParams | None

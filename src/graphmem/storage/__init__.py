@@ -1,11 +1,16 @@
-"""Storage backends and the choice between them."""
+"""Storage backends, the choice between them, and opening a memory for a long-running server."""
 
 from __future__ import annotations
 
+import sqlite3
+
 from graphmem.config import Settings
+from graphmem.errors import MemoryOpenError, SchemaVersionError, StorageBusyError, StorageError
 from graphmem.storage.base import Store
 
-__all__ = ["Store", "open_store"]
+__all__ = ["Store", "open_checked_store", "open_store"]
+
+_CHOOSE_ANOTHER = "or choose another memory file with --memory-file or MEMORY_FILE_PATH"
 
 
 def open_store(settings: Settings) -> Store:
@@ -17,3 +22,88 @@ def open_store(settings: Settings) -> Store:
     from graphmem.storage.sqlite import SQLiteStore
 
     return SQLiteStore(settings.memory_path)
+
+
+def open_checked_store(settings: Settings) -> Store:
+    """Open the memory and read it once, so that a server finds out before it serves.
+
+    A JSONL memory is read on first use, and a SQLite file that is not a database opens
+    without complaint until its first statement; a server that found this out on its
+    first call would leave its client waiting on a half-started session.
+
+    Raises:
+        MemoryOpenError: the memory cannot be opened or read; the message names the file,
+            the cause and what to do, in one line.
+        SchemaVersionError: a newer graphmem wrote the memory.
+    """
+    location = str(settings.memory_path)
+    try:
+        store = open_store(settings)
+    except (SchemaVersionError, MemoryOpenError):
+        raise
+    except StorageError as error:
+        raise _open_error(location, error) from error
+    try:
+        with store.read():
+            store.counts()
+    except StorageError as error:
+        store.close()
+        if isinstance(error, SchemaVersionError | MemoryOpenError):
+            raise
+        raise _open_error(location, error) from error
+    return store
+
+
+def _open_error(location: str, error: StorageError) -> MemoryOpenError:
+    """What went wrong opening the memory, from the driver or file error behind `error`."""
+    cause = error.__cause__
+    if isinstance(error, StorageBusyError):
+        return MemoryOpenError(
+            location,
+            "another process kept it locked for too long",
+            "Find the process holding it (another graphmem, an import, a backup tool) and retry.",
+        )
+    if isinstance(cause, PermissionError):
+        where = f" on {cause.filename}" if cause.filename else ""
+        return MemoryOpenError(
+            location,
+            f"permission denied{where}",
+            f"Let this user write to that folder and file, {_CHOOSE_ANOTHER} in a folder you can write.",
+        )
+    if isinstance(cause, IsADirectoryError):
+        return MemoryOpenError(location, "it is a folder", f"Give the path of a file in it, {_CHOOSE_ANOTHER}.")
+    if isinstance(cause, FileExistsError | NotADirectoryError) and cause.filename:
+        # mkdir of the missing folders met a file where a folder should be.
+        return MemoryOpenError(
+            location, f"{cause.filename} is a file, not a folder", f"Fix the path, {_CHOOSE_ANOTHER}."
+        )
+    if isinstance(cause, OSError):
+        where = f" ({cause.filename})" if cause.filename else ""
+        return MemoryOpenError(
+            location,
+            f"{(cause.strerror or str(cause)).lower()}{where}",
+            f"Check the path and its folders, {_CHOOSE_ANOTHER}.",
+        )
+    if isinstance(cause, sqlite3.DatabaseError):
+        message = str(cause)
+        if "not a database" in message:
+            return MemoryOpenError(
+                location,
+                "it is not a SQLite database",
+                "A memory in the official JSONL format needs a .jsonl or .json name; otherwise move the file "
+                f"away (graphmem starts a new memory there), {_CHOOSE_ANOTHER}.",
+            )
+        if "malformed" in message or "corrupt" in message:
+            return MemoryOpenError(
+                location,
+                f"the database is damaged ({message})",
+                f"Restore it from a backup, or move it away to start a new memory, {_CHOOSE_ANOTHER}.",
+            )
+        if "readonly" in message or "unable to open" in message:
+            return MemoryOpenError(
+                location,
+                f"SQLite cannot write it ({message})",
+                f"Let this user write to the file and its folder, {_CHOOSE_ANOTHER}.",
+            )
+        return MemoryOpenError(location, f"SQLite failed ({message})", f"Move the file away, {_CHOOSE_ANOTHER}.")
+    return MemoryOpenError(location, str(error).rstrip("."), f"Move the file away, {_CHOOSE_ANOTHER}.")

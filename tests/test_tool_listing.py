@@ -97,6 +97,7 @@ async def test_input_schemas_are_the_official_ones_apart_from_optional_additions
         assert ours["properties"]["offset"] | {"description": ""} == {
             "type": "integer",
             "minimum": 0,
+            "maximum": 1_000_000_000,
             "default": 0,
             "description": "",
         }

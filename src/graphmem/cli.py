@@ -253,22 +253,23 @@ def serve(
     # Imported here, not at the top: the MCP SDK takes over a second to import, and the
     # other commands (info, stats, import, export) do not need it.
     from graphmem.server import build_server
+    from graphmem.tools import ALL_TOOLS
+    from graphmem.tools.toolsets import select_tools
 
     try:
+        # The tools first: a mistyped name must not leave a new, empty memory behind.
+        listed = select_tools(ALL_TOOLS, settings.toolset, settings.tools)
         # Opened and read before serving: a client sends `initialize` at once, and a memory
         # that fails then would leave it waiting on a server that can only fail.
         store = open_checked_store(settings)
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
-    try:
-        # Over stdio there is one client, and it is served one call at a time. Not for a
-        # JSONL memory: each of its writes builds the whole file anew in memory, which on the
-        # main thread measured 40% slower (43 ms against 30 at 40,000 entities; glibc serves
-        # a thread's large allocations from an arena of its own).
-        server = build_server(settings, one_client=network is None and settings.backend == "sqlite", store=store)
-    except GraphmemError as error:
-        store.close()
-        raise click.ClickException(str(error)) from error
+    # Over stdio there is one client, and it is served one call at a time. Not for a
+    # JSONL memory: each of its writes builds the whole file anew in memory, which on the
+    # main thread measured 40% slower (43 ms against 30 at 40,000 entities; glibc serves
+    # a thread's large allocations from an arena of its own).
+    one_client = network is None and settings.backend == "sqlite"
+    server = build_server(settings, listed, one_client=one_client, store=store)
     if network is None:
         from graphmem.transports import run_stdio
 

@@ -462,8 +462,8 @@ class KnowledgeGraph:
     def _check_page(self, entity_type: str | None, offset: int, limit: int | None) -> None:
         if entity_type is not None:
             self._check_text("entityType", entity_type, self.limits.max_name_length)
-        if offset < 0:
-            raise InvalidInputError("offset", f"is {offset}; give 0 or more.")
+        if not 0 <= offset <= self.limits.max_offset:
+            raise InvalidInputError("offset", f"is {offset}; give a number from 0 to {self.limits.max_offset}.")
         if limit is not None and limit < 1:
             raise InvalidInputError("limit", f"is {limit}; give 1 or more, or leave it out for everything.")
 
@@ -554,8 +554,8 @@ class KnowledgeGraph:
             raise InvalidInputError(
                 "limit", f"is {limit}; give a number from 1 to {self.limits.max_page_size}, or leave it out."
             )
-        if offset < 0:
-            raise InvalidInputError("offset", f"is {offset}; give 0 or more.")
+        if not 0 <= offset <= self.limits.max_offset:
+            raise InvalidInputError("offset", f"is {offset}; give a number from 0 to {self.limits.max_offset}.")
         plan = search.word_search(queries, entity_type=entity_type, limit=limit, offset=offset)
         with self.store.read():
             # The store ranks and cuts, so only the entities answered are named.

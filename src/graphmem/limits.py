@@ -30,6 +30,10 @@ class Limits:
     max_page_size: int = 1000
     """The largest `limit` a paged read takes."""
 
+    max_offset: int = 1_000_000_000
+    """The largest `offset` of a paged read, and its `limit` where the page size has no
+    smaller cap (past 2^63 SQLite cannot even take the number)."""
+
     max_batch_items: int = 1000
     """Entities, relations, names or deletions in one call."""
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphmem.limits import Limits
+
 __all__ = [
     "BOUNDED_GRAPH_RESULT",
     "DRAFT",
@@ -25,6 +27,8 @@ __all__ = [
     "input_schema",
     "output_schema",
 ]
+
+_LIMITS = Limits()
 
 # The official server (SDK 1.x with zod) stamps every schema with draft-07.
 DRAFT = "http://json-schema.org/draft-07/schema#"
@@ -153,8 +157,18 @@ _OUTLINE_BASE = {"name": {"type": "string"}, "entityType": {"type": "string"}}
 READ_GRAPH_INPUT = input_schema(
     {
         "entityType": {"type": "string", "description": "Only entities of exactly this type"},
-        "offset": {"type": "integer", "minimum": 0, "description": "How many entities to skip (default 0)"},
-        "limit": {"type": "integer", "minimum": 1, "description": "How many entities to return at most"},
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": _LIMITS.max_offset,
+            "description": "How many entities to skip (default 0)",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": _LIMITS.max_offset,
+            "description": "How many entities to return at most",
+        },
         "mode": {
             "type": "string",
             "enum": ["full", "names", "summary"],

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
 import mcp_types as types
 import orjson
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity
@@ -23,6 +23,7 @@ from graphmem.models import Entity
 __all__ = [
     "DELETE",
     "IDEMPOTENT_WRITE",
+    "Omittable",
     "READ",
     "WRITE",
     "ToolArgs",
@@ -94,6 +95,20 @@ class ToolOutput:
     """Whether the call wrote to memory (subscribers of the graph resource are told)."""
     is_error: bool = False
     """A refusal the model should fix and retry, with its reasons in `structured`."""
+
+
+T = TypeVar("T")
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("null is not allowed; leave the key out instead")
+    return value
+
+
+Omittable = Annotated[T | None, BeforeValidator(_not_null)]
+"""An optional argument: None when left out, and refused when sent as null, which its schema
+does not allow (a client that sends null would otherwise get the default without knowing)."""
 
 
 class ToolArgs(BaseModel):

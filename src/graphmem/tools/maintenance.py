@@ -13,6 +13,7 @@ from graphmem.models import Entity
 from graphmem.tools.base import (
     IDEMPOTENT_WRITE,
     WRITE,
+    Omittable,
     ToolArgs,
     ToolContext,
     ToolOutput,
@@ -44,9 +45,9 @@ def _versioned(entity: Entity) -> dict[str, Any]:
 
 class _EntityChange(ToolArgs):
     name: str
-    entity_type: str | None = Field(default=None, alias="entityType")
-    aliases: list[str] | None = None
-    new_name: str | None = Field(default=None, alias="newName")
+    entity_type: Omittable[str] = Field(default=None, alias="entityType")
+    aliases: Omittable[list[str]] = None
+    new_name: Omittable[str] = Field(default=None, alias="newName", min_length=1)
 
 
 class _UpdateEntitiesArgs(ToolArgs):
@@ -81,9 +82,9 @@ class _RelationChange(ToolArgs):
     from_: str = Field(alias="from")
     to: str
     relation_type: str = Field(alias="relationType")
-    new_from: str | None = Field(default=None, alias="newFrom")
-    new_to: str | None = Field(default=None, alias="newTo")
-    new_relation_type: str | None = Field(default=None, alias="newRelationType")
+    new_from: Omittable[str] = Field(default=None, alias="newFrom")
+    new_to: Omittable[str] = Field(default=None, alias="newTo")
+    new_relation_type: Omittable[str] = Field(default=None, alias="newRelationType")
 
 
 class _UpdateRelationsArgs(ToolArgs):
@@ -219,7 +220,7 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
                             "name": _NAME_IN,
                             "entityType": {"type": "string", "description": "The new type"},
                             "aliases": {**_STRINGS, "description": "The entity's aliases from now on"},
-                            "newName": {"type": "string", "description": "Rename the entity to this"},
+                            "newName": {"type": "string", "minLength": 1, "description": "Rename the entity to this"},
                         },
                         "required": ["name"],
                     },
@@ -286,7 +287,11 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
             "or alias; their type is kept). Use it to re-assert facts safely when you are not sure an entity "
             "exists: nothing accumulated is overwritten and no observation is stored twice."
         ),
-        input_schema=schemas.input_schema({"entities": {"type": "array", "items": schemas.ENTITY}}, ["entities"]),
+        input_schema=schemas.input_schema(
+            # observations may be left out: an upsert of a name and type alone is a fair request.
+            {"entities": {"type": "array", "items": {**schemas.ENTITY, "required": ["name", "entityType"]}}},
+            ["entities"],
+        ),
         output_schema=schemas.output_schema(
             {
                 "results": {

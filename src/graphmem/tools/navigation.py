@@ -7,7 +7,8 @@ from typing import Any
 from pydantic import Field
 
 from graphmem import navigation, schemas
-from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec
+from graphmem.limits import Limits
+from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec
 from graphmem.tools.budget import fit_items, most_that_fit
 from graphmem.tools.wire import (
     ENTITY,
@@ -28,6 +29,9 @@ __all__ = ["NAVIGATION_TOOLS"]
 
 
 # -- get_entity, batch_get_entities -----------------------------------------------------------
+
+
+_LIMITS = Limits()
 
 
 class _NameArgs(ToolArgs):
@@ -68,8 +72,8 @@ def batch_get_entities(ctx: ToolContext, args: _NamesArgs) -> ToolOutput:
 
 class _DescribeArgs(ToolArgs):
     name: str
-    offset: int = Field(default=0, ge=0)
-    limit: int | None = Field(default=None, ge=1)
+    offset: int = Field(default=0, ge=0, le=_LIMITS.max_offset)
+    limit: Omittable[int] = Field(default=None, ge=1, le=_LIMITS.max_offset)
 
 
 def describe_entity(ctx: ToolContext, args: _DescribeArgs) -> ToolOutput:
@@ -153,11 +157,11 @@ def graph_stats(ctx: ToolContext, args: _NoArgs) -> ToolOutput:
 
 
 class _SearchRelationsArgs(ToolArgs):
-    from_: str | None = Field(default=None, alias="from")
-    to: str | None = None
-    relation_type: str | None = Field(default=None, alias="relationType")
-    offset: int = Field(default=0, ge=0)
-    limit: int | None = Field(default=None, ge=1, le=1000)
+    from_: Omittable[str] = Field(default=None, alias="from")
+    to: Omittable[str] = None
+    relation_type: Omittable[str] = Field(default=None, alias="relationType")
+    offset: int = Field(default=0, ge=0, le=_LIMITS.max_offset)
+    limit: Omittable[int] = Field(default=None, ge=1, le=_LIMITS.max_page_size)
 
 
 def search_relations(ctx: ToolContext, args: _SearchRelationsArgs) -> ToolOutput:
@@ -265,8 +269,8 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
         input_schema=schemas.input_schema(
             {
                 "name": NAME_IN,
-                "offset": integer_schema("How many of its relations to skip (default 0)", 0),
-                "limit": integer_schema("How many of its relations to show at most", 1),
+                "offset": integer_schema("How many of its relations to skip (default 0)", 0, _LIMITS.max_offset),
+                "limit": integer_schema("How many of its relations to show at most", 1, _LIMITS.max_offset),
             },
             ["name"],
         ),
@@ -362,8 +366,8 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
                 "from": string_schema("The exact name (or alias) of the entity the relations start from"),
                 "to": string_schema("The exact name (or alias) of the entity the relations end at"),
                 "relationType": string_schema("The exact relation type"),
-                "offset": integer_schema("How many matching relations to skip (default 0)", 0),
-                "limit": integer_schema("How many relations to return at most", 1, 1000),
+                "offset": integer_schema("How many matching relations to skip (default 0)", 0, _LIMITS.max_offset),
+                "limit": integer_schema("How many relations to return at most", 1, _LIMITS.max_page_size),
             },
             [],
         ),

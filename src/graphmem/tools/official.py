@@ -9,14 +9,25 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from graphmem import schemas, search
 from graphmem.graph import RankedNames
 from graphmem.limits import Limits
 from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
 from graphmem.search import RANKED_AT_MOST
-from graphmem.tools.base import DELETE, READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
+from graphmem.tools.base import (
+    DELETE,
+    READ,
+    WRITE,
+    Omittable,
+    ToolArgs,
+    ToolContext,
+    ToolOutput,
+    ToolSpec,
+    dump_json,
+    plural,
+)
 from graphmem.tools.budget import (
     SMALLEST_ENTITY,
     SMALLEST_OUTLINE,
@@ -36,6 +47,9 @@ from graphmem.tools.reading import (
 )
 
 __all__ = ["OFFICIAL_TOOLS"]
+
+
+_LIMITS = Limits()
 
 
 class _EntityArg(ToolArgs):
@@ -66,6 +80,15 @@ class _AdditionArg(ToolArgs):
     contents: list[str]
     supersedes: list[str | None] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _one_per_content(self) -> _AdditionArg:
+        if self.supersedes and len(self.supersedes) != len(self.contents):
+            raise ValueError(
+                f"supersedes has {len(self.supersedes)} items for {len(self.contents)} contents; give one per "
+                "content, in order (null for a new fact), or leave supersedes out"
+            )
+        return self
+
 
 class _AddObservationsArgs(ToolArgs):
     observations: list[_AdditionArg]
@@ -85,9 +108,9 @@ class _DeleteObservationsArgs(ToolArgs):
 
 
 class _ReadGraphArgs(ToolArgs):
-    entity_type: str | None = Field(default=None, alias="entityType")
-    offset: int = Field(default=0, ge=0)
-    limit: int | None = Field(default=None, ge=1)
+    entity_type: Omittable[str] = Field(default=None, alias="entityType")
+    offset: int = Field(default=0, ge=0, le=_LIMITS.max_offset)
+    limit: Omittable[int] = Field(default=None, ge=1, le=_LIMITS.max_offset)
     mode: Literal["full", "names", "summary"] = "full"
 
     @property
@@ -98,8 +121,8 @@ class _ReadGraphArgs(ToolArgs):
 class _SearchArgs(ToolArgs):
     # Ranges are checked by the graph, which words the error for the model.
     query: str | list[str]
-    entity_type: str | None = Field(default=None, alias="entityType")
-    limit: int | None = None
+    entity_type: Omittable[str] = Field(default=None, alias="entityType")
+    limit: Omittable[int] = None
     offset: int = 0
 
 
@@ -339,7 +362,6 @@ def open_nodes(ctx: ToolContext, args: _OpenArgs) -> ToolOutput:
 _NAMES = {"type": "array", "items": {"type": "string"}}
 
 # The documented defaults; the graph enforces the limits it was given.
-_LIMITS = Limits()
 
 OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -562,6 +584,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
                 "offset": {
                     "type": "integer",
                     "minimum": 0,
+                    "maximum": _LIMITS.max_offset,
                     "default": 0,
                     "description": "Skip this many entities of the ranked answer first (to page with limit)",
                 },

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from graphmem import analytics, saving, schemas, validation
 from graphmem.saving import EntityDraft, RelationDraft
-from graphmem.tools.base import READ, WRITE, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
+from graphmem.tools.base import READ, WRITE, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
 
 __all__ = ["QUALITY_TOOLS"]
 
@@ -32,7 +32,7 @@ class _EntityIn(ToolArgs):
 
 class _SaveArgs(ToolArgs):
     entities: list[_EntityIn] = Field(min_length=1, max_length=1000)
-    thread_id: str = Field(alias="threadId")
+    thread_id: str = Field(alias="threadId", min_length=1)
 
 
 def save_memory(ctx: ToolContext, args: _SaveArgs) -> ToolOutput:
@@ -76,7 +76,7 @@ def save_memory(ctx: ToolContext, args: _SaveArgs) -> ToolOutput:
 
 
 class _AnalyticsArgs(ToolArgs):
-    thread_id: str | None = Field(default=None, alias="threadId")
+    thread_id: Omittable[str] = Field(default=None, alias="threadId")
     limit: int = Field(default=10, ge=1, le=100)
 
 

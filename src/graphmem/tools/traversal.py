@@ -12,7 +12,7 @@ from pydantic import Field
 
 from graphmem import schemas, traversal
 from graphmem.models import Graph
-from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec
+from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec
 from graphmem.tools.budget import SMALLEST_ENTITY, most_that_fit
 from graphmem.tools.wire import (
     ENTITY,
@@ -52,7 +52,7 @@ class _NeighboursArgs(ToolArgs):
     name: str
     depth: int = Field(default=1, ge=1, le=MAX_NEIGHBOUR_DEPTH)
     direction: Literal["both", "outgoing", "incoming"] = "both"
-    relation_type: str | None = Field(default=None, alias="relationType")
+    relation_type: Omittable[str] = Field(default=None, alias="relationType")
 
 
 def get_neighbors(ctx: ToolContext, args: _NeighboursArgs) -> ToolOutput:

@@ -52,11 +52,14 @@ async def assert_still_serving(server: RawServer) -> None:
 
 
 BAD_LINES = [
-    pytest.param(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":', 7, types.PARSE_ERROR, id="invalid-json"),
+    # A parse error is answered with a null id, as JSON-RPC requires, even when the id can be seen.
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":', None, types.PARSE_ERROR, id="invalid-json"
+    ),
     pytest.param(
         b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"create_entities","arguments":'
         b'{"entities":[{"name":"Bad\xff\xfe","entityType":"t","observations":[]}]}}}',
-        7,
+        None,
         types.PARSE_ERROR,
         id="invalid-utf8",
     ),

@@ -39,6 +39,7 @@ from graphmem.errors import GraphmemError
 from graphmem.graph import KnowledgeGraph
 from graphmem.instructions import build_instructions
 from graphmem.prompts import PROMPTS, render_prompt
+from graphmem.request_errors import ExplainedErrors
 from graphmem.storage import Store, open_store
 from graphmem.tools import ALL_TOOLS, ToolContext, ToolOutput, ToolSpec, dump_json
 from graphmem.tools.answers import AnswerCache
@@ -375,8 +376,8 @@ def build_server(
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_logging_level)
     # The SDK wraps every message in an OpenTelemetry span by default; with no exporter
     # installed it records nothing, yet it costs a sixth of a ping. The SDK documents
-    # dropping it from this list as the way to opt out.
-    server.middleware = []
+    # dropping it from this list as the way to opt out. Ours rewords the SDK's bare refusals.
+    server.middleware = [ExplainedErrors()]
     return server
 
 

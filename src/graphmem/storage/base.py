@@ -11,6 +11,7 @@ when it returns normally the change is durable on disk.
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -307,6 +308,13 @@ def map_backend_errors() -> Iterator[None]:
         with map_driver_errors():
             yield
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StorageError(
+                f"The disk holding the memory is full ({exc.strerror}); nothing was changed. "
+                "Free some space (or raise the quota) and retry the call."
+            ) from exc
+        # A failed write has no file name to give (it is None, not worth showing).
+        where = f": {exc.filename}" if exc.filename else ""
         raise StorageError(
-            f"The memory file could not be accessed ({exc.strerror or exc}: {exc.filename}); nothing was changed."
+            f"The memory file could not be accessed ({exc.strerror or exc}{where}); nothing was changed."
         ) from exc

@@ -1,6 +1,6 @@
 """The Streamable HTTP transport: many MCP clients at once on `/mcp`, a health check on `/health`.
 
-    uvicorn ─► RequestGuard (Host, Origin, token) ─┬─► /mcp     the SDK's session manager ─► Server
+    uvicorn ─► RequestGuard (Host, Origin, token) ─┬─► /mcp     MessageCheck ─► the SDK's session manager ─► Server
                                                    └─► /health  {"status": "ok", ...}
 
 The SDK's `StreamableHTTPSessionManager` keeps the sessions (an `Mcp-Session-Id` per
@@ -38,6 +38,7 @@ from graphmem.server import AppState
 from graphmem.transports.channel import DRAIN_SECONDS
 from graphmem.transports.guard import RequestGuard, allowed_host_names
 from graphmem.transports.loop import STOP_SIGNALS, event_loop_options
+from graphmem.transports.messages import MessageCheck
 
 __all__ = ["MAX_BODY_BYTES", "MAX_SESSIONS", "SESSION_IDLE_SECONDS", "build_http_app", "run_http"]
 
@@ -112,7 +113,7 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
 
     starlette = Starlette(
         routes=[
-            Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(sessions)),
+            Route(MCP_PATH, endpoint=MessageCheck(StreamableHTTPASGIApp(sessions), max_body_bytes=MAX_BODY_BYTES)),
             Route("/health", endpoint=health, methods=["GET"]),
         ],
         lifespan=lambda app: sessions.run(),

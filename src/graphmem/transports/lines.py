@@ -10,6 +10,7 @@ so a transport can answer them before it closes.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
@@ -161,7 +162,6 @@ def parse_message(raw: bytes) -> types.JSONRPCMessage:
         raise MessageError(
             types.PARSE_ERROR,
             f"Parse error: the message is not valid UTF-8 ({exc.reason} at byte {exc.start}); send UTF-8 text.",
-            _guess_id(raw),
         ) from None
     # Cheap first: a line with fewer brackets than the limit cannot nest deeper than it.
     if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and _too_deep(raw):
@@ -180,9 +180,8 @@ def parse_message(raw: bytes) -> types.JSONRPCMessage:
             _guess_id(raw),
         ) from None
     except ValueError as exc:
-        raise MessageError(
-            types.PARSE_ERROR, f"Parse error: the message is not valid JSON ({exc}).", _guess_id(raw)
-        ) from None
+        # No id, even one that can be seen: JSON-RPC answers a parse error with a null id.
+        raise MessageError(types.PARSE_ERROR, f"Parse error: the message is not valid JSON ({exc}).") from None
     if not isinstance(value, dict):
         if isinstance(value, list):
             raise _batch_error(value)
@@ -208,15 +207,24 @@ def parse_message(raw: bytes) -> types.JSONRPCMessage:
         # notification, which is never answered: the client would wait for ever.
         raise MessageError(
             types.INVALID_REQUEST,
-            f"Invalid request: the id must be a string or an integer, not {json.dumps(request_id)[:40]}.",
+            f"Invalid request: the id must be a string or an integer, not {_shown(request_id)}.",
             request_id,
         )
     return message
 
 
+def _shown(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        # 1e400 parses as infinity, which JSON cannot write back.
+        return "a number beyond the range of JSON numbers"
+    return json.dumps(value)[:40]
+
+
 def _wire_id(value: Any) -> Any:
     """The id to echo in an error: the client's own if it is a usable id, else null."""
     if not _is_id(value) or (isinstance(value, str) and _SURROGATE.search(value)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
 

@@ -425,6 +425,49 @@ def test_a_word_found_in_half_the_entities_is_ignored_when_a_rarer_one_is_asked(
     assert len(_search(store, "entity", limit=10)) == 10
 
 
+def _nate(graph: KnowledgeGraph, *facts: str) -> None:
+    # "Nate" is in two of four entities: half of them, where BM25 stops weighing a word.
+    graph.create_entities(
+        [
+            Entity("Nate", "person", ("lives in Lyon", *facts)),
+            Entity("Nate's sister", "person", ("studies law",)),
+            Entity("Mia", "person", ("plays chess",)),
+            Entity("Lyon", "city", ("in France",)),
+        ]
+    )
+
+
+def _found(graph: KnowledgeGraph, query: str, **options: int) -> list[str]:
+    return [entity.name for entity in graph.search_nodes(query, **options).entities]  # type: ignore[arg-type]
+
+
+def test_a_question_with_a_word_found_nowhere_still_finds_the_entities_of_its_other_words(graph: KnowledgeGraph):
+    _nate(graph)
+    assert sorted(_found(graph, "Nate")) == ["Nate", "Nate's sister"]
+    # "console" and "xyzzy" are in no entity: they add nothing, and take nothing away.
+    assert sorted(_found(graph, "What Console does Nate own?")) == ["Nate", "Nate's sister"]
+    assert sorted(_found(graph, "Nate xyzzy")) == ["Nate", "Nate's sister"]
+    assert sorted(_found(graph, "Nate xyzzy", limit=1) + _found(graph, "Nate xyzzy", limit=1, offset=1)) == [
+        "Nate",
+        "Nate's sister",
+    ]
+    assert _found(graph, "xyzzy") == []
+
+
+def test_a_question_ranks_the_entity_holding_its_rarer_word_first(graph: KnowledgeGraph):
+    _nate(graph, "owns a PlayStation console")
+    assert _found(graph, "What Console does Nate own?")[0] == "Nate"
+    assert _found(graph, "What console does Nate xyzzy own?")[0] == "Nate"
+    assert _found(graph, "What console does Nate xyzzy own?", limit=1) == ["Nate"]
+
+
+def test_words_found_everywhere_with_a_word_found_nowhere_add_nothing_to_whole_query_matches(store: Store):
+    with store.write():
+        store.insert_entities([Entity(f"e{i}", "t", (f"note #{i}-0", f"note #{i}-1")) for i in range(40)])
+        store.insert_entities([Entity("z", "t", ("#0-1 again", "#0-1 and #0-1 twice"))])
+    assert _names(_search(store, ["#0-1", "xyzzy"])) == ["e0", "z"]
+
+
 def test_several_queries_find_what_matches_any_of_them(store: Store):
     with store.write():
         store.insert_entities([Entity("Alice", "person"), Entity("Bob", "person"), Entity("Carol", "person")])

@@ -114,6 +114,14 @@ def test_a_term_in_half_of_the_documents_is_left_out_when_a_rarer_one_is_there()
     assert set(bm25(documents, [Term("thing")], WEIGHTS)) == set(range(10))
 
 
+def test_a_term_found_nowhere_leaves_the_common_terms_ranking_what_they_can():
+    documents = [WordDocument(f"thing {i}", [], "t", []) for i in range(10)]
+    # Not a rarer term that would make "thing" give way: it matches nothing at all.
+    assert bm25(documents, [Term("thing"), Term("xyzzy")], WEIGHTS) == bm25(documents, [Term("thing")], WEIGHTS)
+    assert set(bm25(documents, [Term("xyzzy"), Term("thing", True)], WEIGHTS)) == set(range(10))
+    assert bm25(documents, [Term("xyzzy")], WEIGHTS) == {}
+
+
 def test_is_common_is_where_the_idf_stops_being_positive():
     assert not is_common(4, 10)
     assert is_common(5, 10)

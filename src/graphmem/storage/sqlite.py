@@ -43,6 +43,7 @@ from graphmem.storage.words import (
     Term,
     WordSearch,
     everywhere_count,
+    informative,
     is_common,
     is_everywhere,
 )
@@ -877,15 +878,12 @@ class SQLiteStore:
         return all(is_everywhere(self._count_term(term, at_least), rows) for term in terms)
 
     def _informative_terms(self, terms: Sequence[Term], rows: int) -> tuple[list[Term], list[int]]:
-        """The terms without those found in half of the rows or more (unless all are), and
-        how many rows each matches (counting stops at half: past that a term is common)."""
-        if not terms:
-            return [], []
+        """The terms a query is ranked by (`words.informative`: none found nowhere, none
+        found in half of the rows or more unless all found are), and how many rows each
+        matches (counting stops at half: past that a term is common)."""
         counts = [self._count_term(term, (rows + 1) // 2) for term in terms]
-        informative = [index for index, count in enumerate(counts) if not is_common(count, rows)]
-        if not informative:
-            return list(terms), counts
-        return [terms[index] for index in informative], [counts[index] for index in informative]
+        kept = informative(counts, rows)
+        return [terms[index] for index in kept], [counts[index] for index in kept]
 
     def _count_term(self, term: Term, at_most: int) -> int:
         if self._writing:

@@ -32,6 +32,7 @@ __all__ = [
     "bm25",
     "idf",
     "index_words",
+    "informative",
     "bm25_of",
     "is_common",
     "everywhere_count",
@@ -77,9 +78,10 @@ class WordSearch:
     answer is the slice `offset`, `offset + limit` of that order; without a limit, all
     official matches and the best `max_word_matches` word matches, from `offset` on.
 
-    A term found in half of all entities or more (`is_common`) is left out when another
-    term is rarer: BM25 gives it no weight ("entity" in a memory of "entity-N" names),
-    and matching it would only add every entity to the candidates.
+    A term found in no entity adds nothing and takes nothing away: a question is a bag of
+    words. A term found in half of all entities or more (`is_common`) is left out when
+    another term found somewhere is rarer: BM25 gives it no weight ("entity" in a memory
+    of "entity-N" names), and matching it would only add every entity to the candidates.
     """
 
     needles: tuple[str, ...]
@@ -358,8 +360,8 @@ class WordDocument:
 def bm25(documents: Sequence[WordDocument], terms: Sequence[Term], weights: Sequence[float]) -> dict[int, float]:
     """FTS5's `bm25()` (negated, so higher is better) of every document matching a term.
 
-    Terms found in half of the documents or more are left out first when another term
-    is rarer (see `WordSearch`): FTS5 gives them no weight, only cost.
+    Terms found nowhere, and those found in half of the documents or more when another
+    term is rarer, are left out first (`informative`): FTS5 gives them no weight, only cost.
 
     Args:
         documents: every row of the index; their number and lengths set the statistics.
@@ -388,9 +390,24 @@ def term_frequencies(
     return frequencies
 
 
+def informative(counts: Sequence[int], rows: int) -> list[int]:
+    """The positions of the terms a query is ranked by, from how many documents hold each.
+
+    A term found nowhere is left out: it adds nothing to any score, and a question is a bag
+    of words, not a conjunction ("What console does Nate own?" in a memory without
+    consoles still finds Nate). Of the others, those in half of the documents or more
+    (`is_common`) are left out too when one is rarer; if none is, they are all kept.
+    """
+    found = [index for index, count in enumerate(counts) if count > 0]
+    # Only a term found somewhere may make the common ones give way: counted among the
+    # rarer, a word found nowhere left a query of it and common words matching nothing.
+    return [index for index in found if not is_common(counts[index], rows)] or found
+
+
 def only_everywhere(frequencies: Sequence[dict[int, float]], rows: int) -> bool:
-    """Whether every term of a query is found nearly everywhere (`is_everywhere`)."""
-    return bool(frequencies) and all(is_everywhere(len(hits), rows) for hits in frequencies)
+    """Whether every term of a query found somewhere is found nearly everywhere (`is_everywhere`)."""
+    found = [hits for hits in frequencies if hits]
+    return bool(found) and all(is_everywhere(len(hits), rows) for hits in found)
 
 
 def everywhere_count(rows: int) -> int:
@@ -414,11 +431,11 @@ def bm25_of(documents: Sequence[WordDocument], frequencies: Sequence[dict[int, f
         return {}
     rows = len(documents)
     average = sum(document.length for document in documents) / rows
-    informative = [hits for hits in frequencies if not is_common(len(hits), rows)] or list(frequencies)
-    idfs = [idf(len(hits), rows) for hits in informative]
+    ranked = [frequencies[index] for index in informative([len(hits) for hits in frequencies], rows)]
+    idfs = [idf(len(hits), rows) for hits in ranked]
     return {
-        index: score([hits.get(index, 0.0) for hits in informative], idfs, documents[index].length, average)
-        for index in sorted({index for hits in informative for index in hits})
+        index: score([hits.get(index, 0.0) for hits in ranked], idfs, documents[index].length, average)
+        for index in sorted({index for hits in ranked for index in hits})
     }
 
 

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from graphmem.transports.tcp import AUTH_METHOD, UNAUTHORIZED
-from tests.helpers_network import TOKEN, network_server, tcp_client, tcp_session
+from tests.helpers_network import TOKEN, TcpClient, network_server, tcp_client, tcp_session
 from tests.helpers_stdio import INITIALIZE, INITIALIZED, create_entities, entity, is_tool_success
 from tests.test_durability import stored_graph
 
@@ -193,3 +193,31 @@ async def test_a_line_that_looks_like_http_after_initialize_closes_the_connectio
     assert [answer["id"] for answer in answers] == [None]
     assert "HTTP" in answers[0]["error"]["message"]
     assert not stored_graph(memory).entities
+
+
+# -- nothing idle holds a slot for long ---------------------------------------------------------
+
+
+async def test_silent_connections_are_closed_after_the_request_timeout_and_a_new_client_is_served(tmp_path: Path):
+    env = {"GRAPHMEM_REQUEST_TIMEOUT": "1"}
+    with anyio.fail_after(60):
+        async with network_server(tmp_path / "m.db", "--tcp", env=env) as server:
+            streams = [await anyio.connect_tcp("127.0.0.1", server.port) for _ in range(30)]
+            with anyio.fail_after(20):
+                answers = [await read_until_closed(TcpClient(stream)) for stream in streams]
+            for stream in streams:
+                await stream.aclose()
+            async with tcp_session(server, token=None) as session:
+                await session.send_ping()
+    assert all(len(lines) == 1 and "in time" in lines[0]["error"]["message"] for lines in answers), answers
+
+
+async def test_an_initialized_connection_with_nothing_to_do_is_closed_after_the_idle_timeout(tmp_path: Path):
+    env = {"GRAPHMEM_IDLE_TIMEOUT": "1"}
+    with anyio.fail_after(30):
+        async with network_server(tmp_path / "m.db", "--tcp", env=env) as server, tcp_client(server) as client:
+            await client.initialize()
+            ping = await client.request("ping")
+            closed = await client.receive_line()
+    assert ping["result"] == {}
+    assert closed is None

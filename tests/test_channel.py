@@ -65,3 +65,39 @@ async def test_a_bad_line_is_answered_with_an_error_and_the_next_one_is_served()
             await write_stream.send(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=3, result={})))
     assert json.loads(written[0])["error"]["code"] == types.PARSE_ERROR
     assert json.loads(written[1]) == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+async def test_a_request_that_runs_longer_than_the_idle_timeout_does_not_make_the_connection_idle():
+    written: list[bytes] = []
+    answered = anyio.Event()
+
+    async def lines() -> AsyncIterator[bytes | MessageError]:
+        yield b'{"jsonrpc":"2.0","id":1,"method":"slow"}'
+        await answered.wait()
+        yield b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+        await anyio.sleep_forever()
+
+    async def write(data: bytes) -> bool:
+        written.append(data)
+        return True
+
+    with anyio.fail_after(5):
+        async with (
+            line_channel(lines(), write, idle_seconds=0.1) as (read_stream, write_stream),
+            read_stream,
+            write_stream,
+        ):
+            slow = await read_stream.receive()
+            await anyio.sleep(0.5)  # the call runs five idle periods
+            answer = types.JSONRPCResponse(jsonrpc="2.0", id=1, result={})
+            await write_stream.send(SessionMessage(answer))
+            answered.set()
+            after = await read_stream.receive()
+            await write_stream.send(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=2, result={})))
+            # Then nothing comes: the connection is idle and its input ends.
+            with pytest.raises(anyio.EndOfStream):
+                await read_stream.receive()
+    assert isinstance(slow, SessionMessage)
+    assert isinstance(after, SessionMessage)
+    assert after.message.id == 2  # type: ignore[union-attr]
+    assert [json.loads(line)["id"] for line in written] == [1, 2]

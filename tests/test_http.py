@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 import pytest
 from mcp.client.session import ClientSession
@@ -249,3 +250,64 @@ async def test_the_memory_files_are_readable_by_the_owner_only(tmp_path: Path):
             await session.call_tool("create_entities", {"entities": [entity("A")]})
             modes = {path.name: path.stat().st_mode & 0o777 for path in tmp_path.glob("memory.db*")}
     assert modes and set(modes.values()) == {0o600}, modes
+
+
+# -- nothing idle holds a place for long -------------------------------------------------------
+
+
+async def _read_until_closed(stream: anyio.abc.SocketStream) -> bytes:
+    data = b""
+    with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+        while True:
+            data += await stream.receive()
+    return data
+
+
+async def test_connections_that_send_no_complete_request_are_closed_after_the_request_timeout(tmp_path: Path):
+    partial = [
+        b"",
+        b"POST /mcp HTTP/1.1\r\nHost: 127",
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+    ]
+    env = {"GRAPHMEM_REQUEST_TIMEOUT": "1"}
+    with anyio.fail_after(60):
+        async with network_server(tmp_path / "m.db", "--http", env=env) as server:
+            streams = [await anyio.connect_tcp("127.0.0.1", server.port) for _ in range(30)]
+            for number, stream in enumerate(streams):
+                if partial[number % 3]:
+                    await stream.send(partial[number % 3])
+            with anyio.fail_after(20):
+                answers = [await _read_until_closed(stream) for stream in streams]
+            for stream in streams:
+                await stream.aclose()
+            async with sdk_session(server) as session:
+                await session.send_ping()
+    assert all(answer.startswith(b"HTTP/1.1 408 ") for answer in answers), set(answers)
+
+
+async def test_a_full_session_table_of_abandoned_sessions_does_not_lock_out_a_new_client(tmp_path: Path):
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    env = {"GRAPHMEM_MAX_SESSIONS": "3"}
+    with anyio.fail_after(60):
+        async with network_server(tmp_path / "m.db", "--http", env=env) as server, httpx2.AsyncClient() as http:
+            abandoned = [await _open_session(http, server) for _ in range(3)]
+            async with sdk_session(server) as session:
+                result = await session.call_tool("create_entities", {"entities": [entity("Newcomer")]})
+            oldest = await http.post(server.url, content=ping, headers=ACCEPT | abandoned[0])
+            newest = await http.post(server.url, content=ping, headers=ACCEPT | abandoned[-1])
+    assert result.is_error is False
+    assert oldest.status_code == 404, "the least recently used idle session made room"
+    assert newest.status_code == 200
+
+
+async def test_a_session_unused_past_the_session_timeout_is_ended(tmp_path: Path):
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    env = {"GRAPHMEM_SESSION_TIMEOUT": "0.5"}
+    with anyio.fail_after(30):
+        async with network_server(tmp_path / "m.db", "--http", env=env) as server, httpx2.AsyncClient() as http:
+            session = await _open_session(http, server)
+            used = await http.post(server.url, content=ping, headers=ACCEPT | session)
+            await anyio.sleep(1.5)  # past the timeout: what is measured is the server's clock, not this one
+            unused = await http.post(server.url, content=ping, headers=ACCEPT | session)
+    assert used.status_code == 200
+    assert unused.status_code == 404

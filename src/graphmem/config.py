@@ -193,6 +193,18 @@ class Settings:
 DEFAULT_HTTP_PORT = 8765
 DEFAULT_TCP_PORT = 8766
 
+DEFAULT_REQUEST_TIMEOUT = 10.0
+"""Seconds to send a complete request: long enough for any client, too short to hold a slot for long."""
+
+DEFAULT_IDLE_TIMEOUT = 600.0
+"""Seconds a TCP connection may stay silent with nothing in flight."""
+
+DEFAULT_SESSION_TIMEOUT = 600.0
+"""Seconds an HTTP session may go unused before it is ended (its client initializes again)."""
+
+DEFAULT_MAX_SESSIONS = 1000
+"""HTTP sessions open at once; a new one then ends the least recently used idle one."""
+
 # A token shorter than this is guessable by anyone who can reach the port.
 MIN_TOKEN_LENGTH = 16
 
@@ -242,6 +254,12 @@ class NetworkSettings:
             may use in their Host header (and in an Origin header), against DNS rebinding.
         allowed_origins: exact browser origins (such as https://app.example.com) allowed besides those.
         json_response: answer HTTP POSTs with one JSON body instead of an SSE stream.
+        request_timeout: seconds a connection may take to send a complete request: an HTTP
+            request's head and body, or a TCP connection's first lines (token, `initialize`).
+        idle_timeout: seconds a TCP connection may stay silent with no call in flight before it is closed.
+        session_timeout: seconds an HTTP session may go unused (no request in flight, no open
+            GET stream) before it is ended.
+        max_sessions: HTTP sessions open at once; past it the least recently used idle one is ended.
     """
 
     host: str = "127.0.0.1"
@@ -250,6 +268,10 @@ class NetworkSettings:
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     json_response: bool = False
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    session_timeout: float = DEFAULT_SESSION_TIMEOUT
+    max_sessions: int = DEFAULT_MAX_SESSIONS
 
     @classmethod
     def from_env(
@@ -269,9 +291,13 @@ class NetworkSettings:
         The token comes from `token_file`, else the file in GRAPHMEM_TOKEN_FILE, else
         GRAPHMEM_TOKEN itself.
 
+        The time limits and the session limit come from GRAPHMEM_REQUEST_TIMEOUT,
+        GRAPHMEM_IDLE_TIMEOUT, GRAPHMEM_SESSION_TIMEOUT and GRAPHMEM_MAX_SESSIONS.
+
         Raises:
             ConfigError: the token file is readable by others, empty or unreadable; the token
-                is too short; or the host is not loopback and there is no token.
+                is too short; the host is not loopback and there is no token; or a limit is
+                not a positive number.
         """
         env = os.environ if environ is None else environ
         host = host or env.get("GRAPHMEM_HOST", "").strip() or "127.0.0.1"
@@ -317,7 +343,26 @@ class NetworkSettings:
             allowed_hosts=hosts,
             allowed_origins=origins,
             json_response=json_response,
+            request_timeout=_positive(env, "GRAPHMEM_REQUEST_TIMEOUT", DEFAULT_REQUEST_TIMEOUT),
+            idle_timeout=_positive(env, "GRAPHMEM_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT),
+            session_timeout=_positive(env, "GRAPHMEM_SESSION_TIMEOUT", DEFAULT_SESSION_TIMEOUT),
+            max_sessions=int(_positive(env, "GRAPHMEM_MAX_SESSIONS", DEFAULT_MAX_SESSIONS, whole=True)),
         )
+
+
+def _positive(env: Mapping[str, str], key: str, default: float, *, whole: bool = False) -> float:
+    """A positive, finite number from `env[key]`, or `default` when it is unset or empty."""
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    hint = "Give a whole number, 1 or more." if whole else "Give a number of seconds above 0."
+    try:
+        value = int(raw) if whole else float(raw)
+    except ValueError:
+        raise ConfigError(key, raw, hint) from None
+    if not 0 < value < float("inf"):
+        raise ConfigError(key, raw, hint)
+    return value
 
 
 def _split(value: str) -> tuple[str, ...]:

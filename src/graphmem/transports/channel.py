@@ -9,6 +9,8 @@ When the lines end (EOF) or `stop` is set (the server is shutting down), the req
 already read are still answered, within `DRAIN_SECONDS`, before the server's streams
 close: the SDK alone would cancel them with "Connection closed". When `write` reports
 that the peer is gone, nobody can read an answer any more, so reading stops too.
+With `idle_seconds`, reading also stops once the peer has sent nothing for that long
+while none of its requests was being served (a long call is not idleness).
 """
 
 from __future__ import annotations
@@ -39,7 +41,11 @@ ServerStreams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], Mem
 
 @asynccontextmanager
 async def line_channel(
-    lines: AsyncIterator[bytes | MessageError], write: LineWriter, stop: anyio.Event | None = None
+    lines: AsyncIterator[bytes | MessageError],
+    write: LineWriter,
+    stop: anyio.Event | None = None,
+    *,
+    idle_seconds: float | None = None,
 ) -> AsyncIterator[ServerStreams]:
     """Streams for `Server.run` (or the SDK's serve loops) over a line reader and writer.
 
@@ -48,12 +54,15 @@ async def line_channel(
         write: writes a line to the peer; it must not be called by two tasks at once
             unless it serialises itself.
         stop: when set, reading ends as at EOF (the requests read are still answered).
+        idle_seconds: when given, reading ends as at EOF once nothing has been read for this
+            long and no request is waiting for its answer.
     """
     to_server, from_peer = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_peer, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     in_flight = InFlight()
     reading = anyio.CancelScope()
     peer_gone = False
+    last_heard = anyio.current_time()
 
     async def send(data: bytes) -> None:
         nonlocal peer_gone
@@ -68,10 +77,23 @@ async def line_channel(
         await event.wait()
         reading.cancel()
 
+    async def stop_reading_when_idle(seconds: float) -> None:
+        while True:
+            await in_flight.wait_idle()
+            # The clock starts at the last line read or the last answer written, whichever is later.
+            left = last_heard + seconds - anyio.current_time()
+            if left <= 0:
+                logger.debug("closing a connection idle for %g seconds", seconds)
+                reading.cancel()
+                return
+            await anyio.sleep(left)
+
     async def pump_in() -> None:
+        nonlocal last_heard
         async with to_server:
             with reading:
                 async for line in lines:
+                    last_heard = anyio.current_time()
                     if isinstance(line, MessageError):
                         await send(error_line(line))
                         continue
@@ -92,11 +114,13 @@ async def line_channel(
                     await in_flight.wait_idle()
 
     async def pump_out() -> None:
+        nonlocal last_heard
         async with from_server:
             async for item in from_server:
                 message = item.message
                 await send(encode_message(message))
                 if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+                    last_heard = anyio.current_time()
                     in_flight.settle(message.id)
 
     async with anyio.create_task_group() as tasks:
@@ -104,6 +128,8 @@ async def line_channel(
         tasks.start_soon(pump_out)
         if stop is not None:
             tasks.start_soon(stop_reading_on, stop)
+        if idle_seconds is not None:
+            tasks.start_soon(stop_reading_when_idle, idle_seconds)
         try:
             yield from_peer, to_peer
         finally:

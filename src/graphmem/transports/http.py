@@ -1,13 +1,19 @@
 """The Streamable HTTP transport: many MCP clients at once on `/mcp`, a health check on `/health`.
 
-    uvicorn ─► RequestGuard (Host, Origin, token) ─┬─► /mcp     MessageCheck ─► the SDK's session manager ─► Server
-                                                   └─► /health  {"status": "ok", ...}
+    uvicorn (request deadline) ─► RequestGuard (Host, Origin, token) ─┬─► /mcp     MessageCheck ─► session manager ─► Server
+                                                                      └─► /health  {"status": "ok", ...}
 
 The SDK's `StreamableHTTPSessionManager` keeps the sessions (an `Mcp-Session-Id` per
-client, ended by DELETE or after `SESSION_IDLE_SECONDS` without a request) and
+client, ended by DELETE or after `network.session_timeout` seconds unused) and
 enters the server's lifespan once for all of them, so every session shares one store
 and its one-call-at-a-time worker. Bodies over `MAX_BODY_BYTES` get 413 before they
 are parsed.
+
+Nothing idle holds a place for long: a request must arrive whole within
+`network.request_timeout` seconds of the connection opening (`deadline.py`), a
+kept-alive connection is closed after `KEEP_ALIVE_SECONDS` without a new request,
+and a full session table ends its least recently used idle session for a newcomer
+(`sessions.py`).
 
 On SIGINT or SIGTERM the server stops accepting connections, ends the open GET
 streams (they never finish by themselves), lets the calls in flight finish within
@@ -25,7 +31,7 @@ from collections.abc import Callable, Iterator
 import anyio
 import uvicorn
 from mcp.server.lowlevel.server import Server
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -36,11 +42,13 @@ from graphmem._version import __version__
 from graphmem.config import NetworkSettings
 from graphmem.server import AppState
 from graphmem.transports.channel import DRAIN_SECONDS
+from graphmem.transports.deadline import with_request_deadline
 from graphmem.transports.guard import RequestGuard, allowed_host_names
 from graphmem.transports.loop import STOP_SIGNALS, event_loop_options
 from graphmem.transports.messages import MessageCheck
+from graphmem.transports.sessions import RecyclingSessionManager
 
-__all__ = ["MAX_BODY_BYTES", "MAX_SESSIONS", "SESSION_IDLE_SECONDS", "build_http_app", "run_http"]
+__all__ = ["KEEP_ALIVE_SECONDS", "MAX_BODY_BYTES", "build_http_app", "run_http"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,11 +57,8 @@ MCP_PATH = "/mcp"
 MAX_BODY_BYTES = 4 * 1024 * 1024
 """The largest request body; tool calls that need more should be split (batches are limited anyway)."""
 
-MAX_SESSIONS = 1000
-"""Sessions open at once; past it a new client gets 503 until one ends."""
-
-SESSION_IDLE_SECONDS = 30 * 60
-"""A session with no request for this long is ended; its client has to initialize again."""
+KEEP_ALIVE_SECONDS = 5
+"""A kept-alive connection with no new request for this long is closed (uvicorn's default, made explicit)."""
 
 
 class _OpenStreams:
@@ -97,15 +102,15 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
     Returns:
         The app, and a function that ends the open GET streams (call it when shutting down).
     """
-    sessions = StreamableHTTPSessionManager(
+    sessions = RecyclingSessionManager(
         app=server,
         json_response=network.json_response,
         # Host and Origin are checked by RequestGuard for every path and bind address;
         # the SDK still checks the Content-Type of POSTs.
         security_settings=None,
         max_request_body_size=MAX_BODY_BYTES,
-        session_idle_timeout=SESSION_IDLE_SECONDS,
-        max_sessions=MAX_SESSIONS,
+        session_idle_timeout=network.session_timeout,
+        max_sessions=network.max_sessions,
     )
 
     async def health(request: Request) -> JSONResponse:
@@ -189,6 +194,8 @@ def run_http(
     config = uvicorn.Config(
         app,
         loop=loop,
+        http=with_request_deadline(network.request_timeout),
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         lifespan="on",
         log_level=log_level,
         # graphmem's own log lines say more than one per request.

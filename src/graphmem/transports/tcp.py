@@ -13,8 +13,18 @@ The token rule: when the server has a token, the first line of every connection 
     {"jsonrpc":"2.0","id":1,"method":"graphmem/authenticate","params":{"token":"TOKEN"}}
 
 answered with `{"jsonrpc":"2.0","id":1,"result":{}}`; then MCP starts as usual with
-`initialize`. Any other first line, a wrong token, or nothing within `AUTH_SECONDS`
-gets a JSON-RPC error (code -32001) and the connection is closed.
+`initialize`. Any other first line, a wrong token, or nothing within the request
+timeout gets a JSON-RPC error (code -32001) and the connection is closed.
+
+With or without a token, the first MCP line must be `initialize`, and a line that
+looks like HTTP ends the connection: a web page can make a browser send an HTTP
+request with JSON-RPC lines in its body to this port (see `gate.py`). Either way
+the connection gets one error line (id null) and is closed, having run nothing.
+
+Time limits, so that silent connections cannot hold the `MAX_CONNECTIONS` slots:
+each opening line (the token, `initialize`) must arrive within
+`network.request_timeout` seconds, and a connection that has sent nothing for
+`network.idle_timeout` seconds while no call of its was running is closed.
 
 On SIGINT or SIGTERM the listener closes, every connection stops reading, the
 requests already read are answered (within `DRAIN_SECONDS`), and the store closes.
@@ -36,18 +46,16 @@ from mcp.server.runner import serve_dual_era_loop
 from graphmem.config import NetworkSettings
 from graphmem.server import AppState, initialization_options
 from graphmem.transports.channel import line_channel
+from graphmem.transports.gate import first_line_is_initialize, refuse, refuse_http_lines
 from graphmem.transports.lines import MessageError, encode_message, error_line, parse_message, read_lines
 from graphmem.transports.loop import event_loop_options, wait_for_stop_signal
 
-__all__ = ["AUTH_METHOD", "AUTH_SECONDS", "MAX_CONNECTIONS", "UNAUTHORIZED", "run_tcp", "serve_tcp"]
+__all__ = ["AUTH_METHOD", "MAX_CONNECTIONS", "UNAUTHORIZED", "run_tcp", "serve_tcp"]
 
 logger = logging.getLogger(__name__)
 
 AUTH_METHOD = "graphmem/authenticate"
 """The method of the first message when the server has a token."""
-
-AUTH_SECONDS = 10.0
-"""How long a connection may take to send its token."""
 
 MAX_CONNECTIONS = 256
 """Connections served at once; one more is told so and closed."""
@@ -88,15 +96,20 @@ def _refusal(message: str, request_id: Any = None) -> bytes:
     return error_line(MessageError(UNAUTHORIZED, message, request_id))
 
 
-async def _authenticate(lines: AsyncIterator[bytes | MessageError], token: bytes) -> tuple[bool, bytes]:
+async def _next_line(lines: AsyncIterator[bytes | MessageError], seconds: float) -> bytes | MessageError | None:
+    """The next line, or None at the end of the stream or when none came within `seconds`."""
+    with anyio.move_on_after(seconds):
+        return await anext(lines, None)
+    return None
+
+
+async def _authenticate(lines: AsyncIterator[bytes | MessageError], token: bytes, seconds: float) -> tuple[bool, bytes]:
     """Read the first line and check its token; returns whether it passed and the line to answer with."""
     how = (
         f'Unauthorized: this server needs a token. Send {{"jsonrpc":"2.0","id":1,"method":"{AUTH_METHOD}",'
         '"params":{"token":"TOKEN"}} as the first line, then initialize.'
     )
-    first: bytes | MessageError | None = None
-    with anyio.move_on_after(AUTH_SECONDS):
-        first = await anext(lines, None)
+    first = await _next_line(lines, seconds)
     if first is None or isinstance(first, MessageError):
         return False, _refusal(how)
     try:
@@ -112,6 +125,12 @@ async def _authenticate(lines: AsyncIterator[bytes | MessageError], token: bytes
     return True, encode_message(types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result={}))
 
 
+async def _chain(first: bytes, rest: AsyncIterator[bytes | MessageError]) -> AsyncIterator[bytes | MessageError]:
+    yield first
+    async for line in rest:
+        yield line
+
+
 async def serve_tcp(
     server: Server[AppState],
     network: NetworkSettings,
@@ -123,7 +142,7 @@ async def serve_tcp(
 
     Args:
         server: the MCP server; its lifespan (the store) is entered once for every connection.
-        network: where to listen and the token, if any.
+        network: where to listen, the token, if any, and the time limits.
         announce: told the address (`tcp://host:port`) once the server listens.
         stop: set it to stop: no new connections, and each one ends once it has answered what it read.
     """
@@ -144,11 +163,20 @@ async def serve_tcp(
                 try:
                     lines = read_lines(_SocketReader(stream))
                     if token is not None:
-                        passed, answer = await _authenticate(lines, token)
+                        passed, answer = await _authenticate(lines, token, network.request_timeout)
                         await write(answer)
                         if not passed:
                             return
-                    async with line_channel(lines, write, stop) as (read_stream, write_stream):
+                    first = await _next_line(lines, network.request_timeout)
+                    refusal = first_line_is_initialize(first)
+                    if refusal is not None or not isinstance(first, bytes):
+                        await write(refuse(refusal or ""))
+                        return
+                    served = _chain(first, refuse_http_lines(lines, write))
+                    async with line_channel(served, write, stop, idle_seconds=network.idle_timeout) as (
+                        read_stream,
+                        write_stream,
+                    ):
                         await serve_dual_era_loop(
                             server, read_stream, write_stream, lifespan_state=state, init_options=options
                         )

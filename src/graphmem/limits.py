@@ -30,6 +30,9 @@ class Limits:
     max_page_size: int = 1000
     """The largest `limit` a paged read takes."""
 
+    max_offset: int = 100_000
+    """The largest `offset` query_nodes takes: a database walks every entity an offset skips."""
+
     max_batch_items: int = 1000
     """Entities, relations, names or deletions in one call."""
 

@@ -46,7 +46,8 @@ def _conditions(query: EntityQuery) -> tuple[list[str], list[Any]]:
             conditions.append(f"{column} < ?")
             parameters.append(until)
     if query.thread_id is not None:
-        conditions.append("e.thread_id = ?")
+        # 0005's column holds a JSON number as one too, and TEXT affinity makes 7 equal '7'.
+        conditions.append("e.thread_id = ? AND json_type(e.extra, '$.threadId') = 'text'")
         parameters.append(query.thread_id)
     if query.has_relation:
         typed = "" if query.relation_type is None else " AND r.relation_type = ?"

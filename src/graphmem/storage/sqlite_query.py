@@ -50,7 +50,10 @@ def _conditions(query: EntityQuery) -> tuple[list[str], list[Any]]:
         conditions.append("e.thread_id = ? AND json_type(e.extra, '$.threadId') = 'text'")
         parameters.append(query.thread_id)
     if query.has_relation:
-        typed = "" if query.relation_type is None else " AND r.relation_type = ?"
+        # The unary + keeps SQLite on the index of the entity's end (a few rows per entity):
+        # through relations_by_type instead it read every relation of the type per entity
+        # (3.2 s for a look-up at 40,000 entities and 120,000 relations).
+        typed = "" if query.relation_type is None else " AND +r.relation_type = ?"
         ends = {"out": ["from_name"], "in": ["to_name"], "any": ["from_name", "to_name"]}[query.direction]
         exists = [f"EXISTS (SELECT 1 FROM relations AS r WHERE r.{end} = e.name{typed})" for end in ends]
         conditions.append("(" + " OR ".join(exists) + ")")
@@ -72,20 +75,30 @@ def _page(
     return rows
 
 
+def _count(conn: sqlite3.Connection, conditions: list[str], parameters: list[Any]) -> int:
+    if not conditions:
+        # Kept by triggers (migration 0007): count(*) would read a whole index.
+        (total,) = conn.execute("SELECT count FROM row_counts WHERE name = 'entities'").fetchone()
+    else:
+        (total,) = conn.execute(f"SELECT count(*) FROM entities AS e{_where(conditions)}", parameters).fetchone()
+    return int(total)
+
+
 def query_rows(conn: sqlite3.Connection, query: EntityQuery) -> tuple[list[Row], int]:
     """The rows of one page of the entities matching `query`, in its order, and how many match."""
     conditions, parameters = _conditions(query)
     limit = -1 if query.limit is None else query.limit
     direction = " DESC" if query.descending else ""
+    total = _count(conn, conditions, parameters)
     if query.sort in ("creation", "name"):
-        (total,) = conn.execute(f"SELECT count(*) FROM entities AS e{_where(conditions)}", parameters).fetchone()
         # Names are unique in SQLite: no tie to break.
         order = f"e.id{direction}" if query.sort == "creation" else f"e.name{direction}"
-        return _page(conn, conditions, parameters, order, query.offset, limit), int(total)
+        return _page(conn, conditions, parameters, order, query.offset, limit), total
     column = _SORT_COLUMNS[query.sort]
-    total, keyed = conn.execute(
-        f"SELECT count(*), count({column}) FROM entities AS e{_where(conditions)}", parameters
-    ).fetchone()
+    # The entities without the key are counted, not those with it: IS NULL is a look-up in
+    # the column's index, while SQLite reads IS NOT NULL (most rows) by computing the column
+    # for every row (220 ms at 40,000 entities, against 0.1).
+    keyed = total - _count(conn, [*conditions, f"{column} IS NULL"], parameters)
     rows: list[Row] = []
     if query.offset < keyed and limit != 0:
         # Ties in creation order, reversed with the sort: the index on the column ends with the id.
@@ -101,4 +114,4 @@ def query_rows(conn: sqlite3.Connection, query: EntityQuery) -> tuple[list[Row],
             max(0, query.offset - keyed),
             -1 if wanted is None else wanted,
         )
-    return rows, int(total)
+    return rows, total

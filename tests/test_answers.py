@@ -39,8 +39,9 @@ def ctx(graph: KnowledgeGraph) -> ToolContext:
     return ToolContext(graph, response_budget=25_000)
 
 
-def test_the_reusable_tools_are_the_official_reads() -> None:
-    assert {spec.name for spec in ALL_TOOLS if spec.reusable} == {"read_graph", "search_nodes", "open_nodes"}
+def test_the_reusable_tools_are_the_official_reads_and_query_nodes() -> None:
+    reusable = {spec.name for spec in ALL_TOOLS if spec.reusable}
+    assert reusable == {"read_graph", "search_nodes", "open_nodes", "query_nodes"}
     # Each of them only reads.
     assert all(spec.annotations.read_only_hint for spec in ALL_TOOLS if spec.reusable)
 

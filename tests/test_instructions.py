@@ -39,3 +39,10 @@ def test_instructions_without_the_official_writes_advise_create_entities_and_cre
 def test_instructions_for_a_server_with_none_of_the_advised_tools_only_say_what_the_memory_is():
     text = build_instructions(["graph_stats"])
     assert "\n" not in text and "knowledge graph" in text
+
+
+def test_instructions_for_a_server_with_query_nodes_say_what_it_looks_up_and_that_it_pages():
+    text = build_instructions(["read_graph", "search_nodes", "query_nodes"])
+    assert "query_nodes" in text and "importance" in text
+    assert "read_graph, search_nodes and query_nodes take limit and offset" in text
+    assert "query_nodes" not in build_instructions(["read_graph", "search_nodes"])

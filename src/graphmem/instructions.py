@@ -34,6 +34,10 @@ def build_instructions(listed: Collection[str]) -> str:
     lookup = [hint for name, hint in hints.items() if name in listed]
     if lookup:
         lines.append(f"- Look before you write: {' or '.join(lookup)}. Never create an entity that is already there.")
+    if "query_nodes" in listed:
+        lines.append(
+            "- List entities by type, importance, creation or update time, thread or relation with query_nodes."
+        )
     if "save_memory" in listed:
         lines.append(
             "- Save with save_memory: one fact per observation, and relate every new entity to an "
@@ -65,7 +69,7 @@ def build_instructions(listed: Collection[str]) -> str:
         corrections.append("merge_entities joins two entities that are one")
     if corrections:
         lines.append(f"- Correct instead of duplicating: {'; '.join(corrections)}.")
-    paged = name_tools(listed, "read_graph", "search_nodes", joiner="and")
+    paged = name_tools(listed, "read_graph", "search_nodes", "query_nodes", joiner="and")
     if paged:
         lines.append(
             f"- Read large memories in pages: {paged} take limit and offset; an answer with `truncated` "

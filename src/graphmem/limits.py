@@ -34,6 +34,10 @@ class Limits:
     """The largest `offset` of a paged read, and its `limit` where the page size has no
     smaller cap (past 2^63 SQLite cannot even take the number)."""
 
+    max_query_offset: int = 100_000
+    """The largest `offset` query_nodes takes: a database walks every entity an offset skips,
+    and its filters are the way to narrow a look-up further."""
+
     max_batch_items: int = 1000
     """Entities, relations, names or deletions in one call."""
 

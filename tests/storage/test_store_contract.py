@@ -20,6 +20,7 @@ from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
 from graphmem.search import word_search
 from graphmem.storage.base import Store, StoreCounts
+from graphmem.storage.entity_query import EntityQuery, answer_in_python
 from graphmem.storage.jsonl import JsonlStore
 from graphmem.storage.sqlite import SQLiteStore
 from graphmem.storage.words import SearchHit, Term, WordSearch
@@ -824,3 +825,124 @@ def test_find_relations_matches_every_given_field_and_counts_all(store: Store):
         page, total = store.find_relations(source, None, None, 0, 1)
         assert total == len(expected) and page == expected[:1]
         assert store.find_relations(None, None, None, 0, None) == (everything, len(everything))
+
+
+# -- structured look-ups (query_nodes) ------------------------------------------
+
+
+def _meta(created: object, importance: object, thread: object) -> dict[str, object]:
+    return {"createdAt": created, "updatedAt": created, "importance": importance, "threadId": thread}
+
+
+def _fill_for_queries(store: Store) -> None:
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Ada", "person", ("x",), _meta("2026-01-01T00:00:00.000Z", 0.9, "t1")),
+                Entity("Bob", "person", (), _meta("2026-01-01T01:30:00+01:00", 0.4, "t2")),
+                Entity("Acme", "org", (), _meta("2026-02-01", 0.9, "t1")),
+                Entity("Odd", "org", (), _meta("now", True, 7)),  # no time, no number, no thread
+                Entity("Old", "note"),
+            ]
+        )
+        store.insert_relations([Relation("Ada", "Acme", "works_at"), Relation("Bob", "Ghost", "knows")])
+
+
+def _query_names(store: Store, **fields: object) -> tuple[list[str], int]:
+    with store.read():
+        entities, total = store.query_entities(EntityQuery(**fields))  # type: ignore[arg-type]
+    return [entity.name for entity in entities], total
+
+
+def test_query_entities_filters_by_type_importance_thread_and_relation(store: Store):
+    _fill_for_queries(store)
+    assert _query_names(store) == (["Ada", "Bob", "Acme", "Odd", "Old"], 5)
+    assert _query_names(store, entity_types=("org", "note")) == (["Acme", "Odd", "Old"], 3)
+    # An importance that is not a number (true) and a thread that is not text count as absent.
+    assert _query_names(store, min_importance=0.5) == (["Ada", "Acme"], 2)
+    assert _query_names(store, min_importance=0.0) == (["Ada", "Bob", "Acme"], 3)
+    assert _query_names(store, thread_id="t1") == (["Ada", "Acme"], 2)
+    assert _query_names(store, thread_id="7") == ([], 0)
+    # A relation to a name that is not an entity still counts for the end that is one.
+    assert _query_names(store, has_relation=True, direction="out") == (["Ada", "Bob"], 2)
+    assert _query_names(store, has_relation=True, relation_type="works_at", direction="in") == (["Acme"], 1)
+    assert _query_names(store, has_relation=True, relation_type="knows") == (["Bob"], 1)
+
+
+def test_query_entities_compares_times_as_instants_and_skips_what_is_no_time(store: Store):
+    _fill_for_queries(store)
+    # Bob's 01:30+01:00 is 00:30 UTC: after Ada's midnight, before Acme's 1 February.
+    assert _query_names(store, created_since="2026-01-01T00:30:00.000Z") == (["Bob", "Acme"], 2)
+    assert _query_names(store, created_until="2026-01-01T00:30:00.000Z") == (["Ada"], 1)
+    assert _query_names(store, updated_since="2026-02-01T00:00:00.000Z") == (["Acme"], 1)
+    assert _query_names(store, sort="createdAt") == (["Ada", "Bob", "Acme", "Odd", "Old"], 5)
+    assert _query_names(store, sort="createdAt", descending=True) == (["Acme", "Bob", "Ada", "Old", "Odd"], 5)
+
+
+def test_query_entities_sorts_page_by_page_with_absent_keys_last(store: Store):
+    _fill_for_queries(store)
+    order = ["Acme", "Ada", "Bob", "Old", "Odd"]  # importance desc; ties reversed; absent reversed
+    assert _query_names(store, sort="importance", descending=True) == (order, 5)
+    pages = [_query_names(store, sort="importance", descending=True, offset=o, limit=2)[0] for o in (0, 2, 4)]
+    assert pages == [order[0:2], order[2:4], order[4:]]
+    assert _query_names(store, sort="name", limit=2, offset=1) == (["Ada", "Bob"], 5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    entities=st.lists(
+        st.builds(
+            lambda name, kind, created, importance, thread: Entity(
+                name, kind, (), {"createdAt": created, "importance": importance, "threadId": thread}
+            ),
+            st.text(alphabet="abcAB", min_size=1, max_size=4),
+            st.sampled_from(["person", "org"]),
+            st.sampled_from(
+                ["2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00Z", "2026-01-01T02:00:00+02:00", "2026-01-02", "no"]
+            ),
+            st.sampled_from([None, 0.1, 0.5, 1, "0.9"]),
+            st.sampled_from([None, "t1", "t2"]),
+        ),
+        max_size=10,
+        unique_by=lambda entity: entity.name,
+    ),
+    relations=st.lists(
+        st.builds(
+            Relation,
+            st.text(alphabet="abcAB", min_size=1, max_size=4),
+            st.text(alphabet="abcAB", min_size=1, max_size=4),
+            st.sampled_from(["r", "s"]),
+        ),
+        max_size=8,
+        unique_by=lambda relation: relation.key,
+    ),
+    query=st.builds(
+        EntityQuery,
+        entity_types=st.sampled_from([(), ("person",)]),
+        min_importance=st.sampled_from([None, 0.5]),
+        created_since=st.sampled_from([None, "2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.001Z"]),
+        thread_id=st.sampled_from([None, "t1"]),
+        has_relation=st.booleans(),
+        relation_type=st.sampled_from([None, "r"]),
+        direction=st.sampled_from(["in", "out", "any"]),
+        sort=st.sampled_from(["creation", "name", "createdAt", "importance"]),
+        descending=st.booleans(),
+        offset=st.sampled_from([0, 1, 3]),
+        limit=st.sampled_from([None, 1, 2]),
+    ),
+)
+def test_both_backends_answer_any_query_as_the_reference_does(
+    entities: list[Entity], relations: list[Relation], query: EntityQuery
+):
+    with tempfile.TemporaryDirectory() as folder:
+        for open_store in BACKENDS.values():
+            store = open_store(Path(folder))
+            try:
+                with store.write():
+                    store.insert_entities(entities)
+                    store.insert_relations(relations)
+                with store.read():
+                    expected = answer_in_python(store.iter_entities(), store.iter_relations(), query)
+                    assert store.query_entities(query) == expected
+            finally:
+                store.close()

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from graphmem.errors import StorageBusyError, StorageError, TimeLimitError
 from graphmem.models import Entity, Relation
+from graphmem.storage.entity_query import EntityQuery
 from graphmem.storage.words import SearchResult, WordSearch
 
 __all__ = [
@@ -161,6 +162,12 @@ class Store(Protocol):
             offset: how many matching entities to skip.
             limit: how many to return at most; all the rest when None.
         """
+        ...
+
+    def query_entities(self, query: EntityQuery) -> tuple[list[Entity], int]:
+        """One page of the entities matching every filter of `query`, in its order, and how
+        many match in all (query_nodes). `EntityQuery` says what each filter and sort means;
+        `entity_query.answer_in_python` is the reference answer every backend gives."""
         ...
 
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:

@@ -44,6 +44,7 @@ from typing import Any
 from graphmem.errors import ImportFormatError, StorageBusyError, StorageError
 from graphmem.models import Entity, Relation
 from graphmem.storage.base import AnalyticsRows, EntitySummary, FieldHits, StoreCounts, map_backend_errors
+from graphmem.storage.entity_query import EntityQuery, answer_in_python
 from graphmem.storage.files import fsync_directory
 from graphmem.storage.jsonl_format import (
     EntityRecord,
@@ -651,6 +652,10 @@ class JsonlStore:
         matching = [e for e in self.iter_entities() if entity_type is None or e.entity_type == entity_type]
         page = matching[offset:] if limit is None else matching[offset : offset + limit]
         return page, len(matching)
+
+    def query_entities(self, query: EntityQuery) -> tuple[list[Entity], int]:
+        # No index: the file is in memory, and a look-up reads it once.
+        return answer_in_python(self.iter_entities(), self.iter_relations(), query)
 
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:
         positions = {p for name in set(names) for p in self._by_endpoint.get(name, ())}

@@ -25,7 +25,7 @@ import orjson
 
 from graphmem.errors import SchemaVersionError
 from graphmem.models import Entity, Relation
-from graphmem.storage import sqlite_ranking
+from graphmem.storage import sqlite_query, sqlite_ranking
 from graphmem.storage.base import (
     AnalyticsRows,
     EntitySummary,
@@ -35,6 +35,7 @@ from graphmem.storage.base import (
     map_driver_errors,
 )
 from graphmem.storage.checkpoints import FALLBACK_PAGES, Checkpointer
+from graphmem.storage.entity_query import EntityQuery
 from graphmem.storage.sqlite_ranking import fts_phrase, term_query
 from graphmem.storage.words import (
     RANKED_AT_MOST,
@@ -648,6 +649,14 @@ class SQLiteStore:
             f"SELECT id, name, entity_type, extra FROM entities{where} ORDER BY id LIMIT ? OFFSET ?",
             (*parameters, -1 if limit is None else limit, offset),
         ).fetchall()
+        return self._entities_of(rows), total
+
+    def query_entities(self, query: EntityQuery) -> tuple[list[Entity], int]:
+        rows, total = sqlite_query.query_rows(self._conn, query)
+        return self._entities_of(rows), total
+
+    def _entities_of(self, rows: Sequence[tuple[int, str, str, str | None]]) -> list[Entity]:
+        """The entities of rows (id, name, type, extra), in the rows' order, with their observations."""
         observations: dict[int, list[str]] = {row[0]: [] for row in rows}
         if rows:
             for entity_id, content in self._conn.execute(
@@ -656,11 +665,10 @@ class SQLiteStore:
                 (json.dumps(list(observations)),),
             ):
                 observations[entity_id].append(content)
-        entities = [
-            Entity(name, entity_type_, tuple(observations[entity_id]), _extra(extra))
-            for entity_id, name, entity_type_, extra in rows
+        return [
+            Entity(name, entity_type, tuple(observations[entity_id]), _extra(extra))
+            for entity_id, name, entity_type, extra in rows
         ]
-        return entities, total
 
     def _dense_id(self, offset: int, total: int) -> int | None:
         """The id of the entity at `offset`, when the ids have no gaps; None when they have some.

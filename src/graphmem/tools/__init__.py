@@ -12,6 +12,7 @@ from graphmem.tools.maintenance import MAINTENANCE_TOOLS
 from graphmem.tools.navigation import NAVIGATION_TOOLS
 from graphmem.tools.official import OFFICIAL_TOOLS
 from graphmem.tools.quality import QUALITY_TOOLS
+from graphmem.tools.query import QUERY_TOOLS
 from graphmem.tools.traversal import TRAVERSAL_TOOLS
 
 # Every family appends its tuple here.
@@ -20,6 +21,7 @@ ALL_TOOLS: tuple[ToolSpec, ...] = (
     + QUALITY_TOOLS
     + CONTEXT_TOOLS
     + NAVIGATION_TOOLS
+    + QUERY_TOOLS
     + TRAVERSAL_TOOLS
     + MAINTENANCE_TOOLS
     + EXPORT_TOOLS

@@ -1,6 +1,6 @@
 """The Streamable HTTP transport: many MCP clients at once on `/mcp`, a health check on `/health`.
 
-    uvicorn (request deadline) ─► RequestGuard (Host, Origin, token) ─┬─► /mcp     MessageCheck ─► session manager ─► Server
+    uvicorn (request deadline) ─► RequestGuard (Host, Origin, token) ─┬─► /mcp     MessageCheck ─► sessions ─► Server
                                                                       └─► /health  {"status": "ok", ...}
 
 The SDK's `StreamableHTTPSessionManager` keeps the sessions (an `Mcp-Session-Id` per

@@ -1,0 +1,168 @@
+"""query_nodes: structured look-ups of entities by type, importance, time, thread and relations."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from graphmem import lookup, schemas
+from graphmem.limits import Limits
+from graphmem.models import Entity
+from graphmem.storage.entity_query import importance_of, thread_of
+from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec, entity_wire
+from graphmem.tools.budget import SMALLEST_ENTITY, fit_items, most_that_fit
+from graphmem.tools.wire import ENTITY, answer, string_schema, truncated_schema
+
+__all__ = ["QUERY_TOOLS"]
+
+
+class _HasRelationArg(ToolArgs):
+    relation_type: str | None = Field(default=None, alias="relationType")
+    direction: Literal["in", "out", "any"] = "any"
+
+
+class _QueryArgs(ToolArgs):
+    # Ranges are checked by the domain, which words the error for the model.
+    entity_type: str | list[str] | None = Field(default=None, alias="entityType")
+    min_importance: float | None = Field(default=None, alias="minImportance")
+    created_since: str | None = Field(default=None, alias="createdSince")
+    created_until: str | None = Field(default=None, alias="createdUntil")
+    updated_since: str | None = Field(default=None, alias="updatedSince")
+    updated_until: str | None = Field(default=None, alias="updatedUntil")
+    thread_id: str | None = Field(default=None, alias="threadId")
+    has_relation: _HasRelationArg | None = Field(default=None, alias="hasRelation")
+    sort: Literal["name", "createdAt", "updatedAt", "importance"] | None = None
+    order: Literal["asc", "desc"] | None = None
+    offset: int = 0
+    limit: int | None = None
+
+    def filters(self) -> lookup.NodeFilters:
+        types = [self.entity_type] if isinstance(self.entity_type, str) else self.entity_type
+        relation = self.has_relation
+        return lookup.NodeFilters(
+            entity_types=types,
+            min_importance=self.min_importance,
+            created_since=self.created_since,
+            created_until=self.created_until,
+            updated_since=self.updated_since,
+            updated_until=self.updated_until,
+            thread_id=self.thread_id,
+            has_relation=relation is not None,
+            relation_type=None if relation is None else relation.relation_type,
+            direction="any" if relation is None else relation.direction,
+            sort=self.sort,
+            order=self.order,
+        )
+
+
+def _entity(entity: Entity) -> dict[str, Any]:
+    """An entity as the richer tools show it, with the importance and thread it was looked up by."""
+    wire = entity_wire(entity)
+    importance, thread = importance_of(entity.extra), thread_of(entity.extra)
+    if importance is not None:
+        wire["importance"] = importance
+    if thread is not None:
+        wire["threadId"] = thread
+    return wire
+
+
+def query_nodes(ctx: ToolContext, args: _QueryArgs) -> ToolOutput:
+    # Load no more entities than the budget could show, however many match.
+    cap = most_that_fit(ctx.response_budget, SMALLEST_ENTITY)
+    page = lookup.query_nodes(ctx.graph, args.filters(), args.offset, args.limit, load_at_most=cap)
+    items = [_entity(entity) for entity in page.entities]
+    shown = fit_items(items, ctx.response_budget)
+    structured: dict[str, Any] = {"entities": items[:shown], "total": page.total}
+    notes: list[str] = []
+    asked_end = page.total if args.limit is None else min(page.total, args.offset + args.limit)
+    if args.offset + shown < asked_end:
+        next_offset = args.offset + shown
+        structured["truncated"] = {"omittedEntities": asked_end - next_offset, "nextOffset": next_offset}
+        notes.append(
+            f"Showing {shown} of {asked_end - args.offset} matching entities to keep this answer within the "
+            f"response budget of about {ctx.response_budget:,} tokens; ask again with offset {next_offset} "
+            "for the next ones, or narrow the look-up."
+        )
+    return answer(structured, notes)
+
+
+_LIMITS = Limits()
+_TIME = "ISO 8601 time, e.g. 2026-01-20 or 2026-01-20T15:30:00Z"
+
+_ENTITY = {
+    **ENTITY,
+    "properties": {
+        **ENTITY["properties"],
+        "importance": {"type": "number"},
+        "threadId": {"type": "string", "description": "The thread that last saved it (save_memory)"},
+    },
+}
+
+QUERY_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="query_nodes",
+        title="Query Nodes",
+        description=(
+            "Look entities up by what they are rather than what they say: by type, minimum importance, "
+            "when they were created or updated, the thread that saved them, or a relation they have. Every "
+            "filter given must hold. Sorted and paged; use search_nodes to find entities by words, and "
+            "open_nodes for the relations of those found."
+        ),
+        input_schema=schemas.input_schema(
+            {
+                "entityType": {
+                    "type": ["string", "array"],
+                    "items": {"type": "string"},
+                    "description": "Only this exact type, or any of a list of types",
+                },
+                "minImportance": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 1,
+                    "description": "Only entities whose importance (save_memory) is at least this",
+                },
+                "createdSince": string_schema(f"Created at or after this {_TIME}"),
+                "createdUntil": string_schema("Created before this time"),
+                "updatedSince": string_schema("Updated at or after this time"),
+                "updatedUntil": string_schema("Updated before this time"),
+                "threadId": string_schema("Only entities last saved under this threadId"),
+                "hasRelation": {
+                    "type": "object",
+                    "properties": {
+                        "relationType": {"type": "string"},
+                        "direction": {"type": "string", "enum": ["in", "out", "any"], "default": "any"},
+                    },
+                    "description": "Only entities with a relation (of this type; any when left out): "
+                    "out as its source, in as its target",
+                },
+                "sort": {
+                    "type": "string",
+                    "enum": ["name", "createdAt", "updatedAt", "importance"],
+                    "description": "Default: creation order",
+                },
+                "order": {
+                    "type": "string",
+                    "enum": ["asc", "desc"],
+                    "description": "Default asc for name and creation order, desc (newest, highest) otherwise; "
+                    "entities without the sort key come last",
+                },
+                "offset": {"type": "integer", "minimum": 0, "maximum": _LIMITS.max_query_offset, "default": 0},
+                "limit": {"type": "integer", "minimum": 1, "maximum": _LIMITS.max_page_size},
+            },
+            [],
+        ),
+        output_schema=schemas.output_schema(
+            {
+                "entities": {"type": "array", "items": _ENTITY},
+                "total": {"type": "integer", "description": "How many entities match, across all pages"},
+                "truncated": truncated_schema(omittedEntities="matches not shown", nextOffset="the offset to ask next"),
+            },
+            ["entities", "total"],
+        ),
+        annotations=READ,
+        arguments=_QueryArgs,
+        run=query_nodes,
+        reusable=True,
+    ),
+)

@@ -10,7 +10,7 @@ from graphmem import lookup, schemas
 from graphmem.limits import Limits
 from graphmem.models import Entity
 from graphmem.storage.entity_query import importance_of, thread_of
-from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec, entity_wire
+from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, entity_wire
 from graphmem.tools.budget import SMALLEST_ENTITY, fit_items, most_that_fit
 from graphmem.tools.wire import ENTITY, answer, string_schema, truncated_schema
 
@@ -18,24 +18,24 @@ __all__ = ["QUERY_TOOLS"]
 
 
 class _HasRelationArg(ToolArgs):
-    relation_type: str | None = Field(default=None, alias="relationType")
+    relation_type: Omittable[str] = Field(default=None, alias="relationType")
     direction: Literal["in", "out", "any"] = "any"
 
 
 class _QueryArgs(ToolArgs):
     # Ranges are checked by the domain, which words the error for the model.
-    entity_type: str | list[str] | None = Field(default=None, alias="entityType")
-    min_importance: float | None = Field(default=None, alias="minImportance")
-    created_since: str | None = Field(default=None, alias="createdSince")
-    created_until: str | None = Field(default=None, alias="createdUntil")
-    updated_since: str | None = Field(default=None, alias="updatedSince")
-    updated_until: str | None = Field(default=None, alias="updatedUntil")
-    thread_id: str | None = Field(default=None, alias="threadId")
-    has_relation: _HasRelationArg | None = Field(default=None, alias="hasRelation")
-    sort: Literal["name", "createdAt", "updatedAt", "importance"] | None = None
-    order: Literal["asc", "desc"] | None = None
+    entity_type: Omittable[str | list[str]] = Field(default=None, alias="entityType")
+    min_importance: Omittable[float] = Field(default=None, alias="minImportance")
+    created_since: Omittable[str] = Field(default=None, alias="createdSince")
+    created_until: Omittable[str] = Field(default=None, alias="createdUntil")
+    updated_since: Omittable[str] = Field(default=None, alias="updatedSince")
+    updated_until: Omittable[str] = Field(default=None, alias="updatedUntil")
+    thread_id: Omittable[str] = Field(default=None, alias="threadId")
+    has_relation: Omittable[_HasRelationArg] = Field(default=None, alias="hasRelation")
+    sort: Omittable[Literal["name", "createdAt", "updatedAt", "importance"]] = None
+    order: Omittable[Literal["asc", "desc"]] = None
     offset: int = 0
-    limit: int | None = None
+    limit: Omittable[int] = None
 
     def filters(self) -> lookup.NodeFilters:
         types = [self.entity_type] if isinstance(self.entity_type, str) else self.entity_type

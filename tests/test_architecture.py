@@ -11,7 +11,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "src" / "graphmem"
 
 # The protocol and command-line layers; every other module is domain or storage and must
 # work without MCP, click or an HTTP stack.
-EDGE_MODULES = {"tools", "server.py", "request_errors.py", "transports", "cli.py", "__main__.py"}
+EDGE_MODULES = {"tools", "server.py", "request_errors.py", "store_access.py", "transports", "cli.py", "__main__.py"}
 EDGE_PACKAGES = {"mcp", "mcp_types", "click", "starlette", "uvicorn", "anyio"}
 
 

@@ -9,11 +9,7 @@ serving one client over stdio, on the event loop itself).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import queue
-import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -41,6 +37,7 @@ from graphmem.instructions import build_instructions
 from graphmem.prompts import PROMPTS, render_prompt
 from graphmem.request_errors import ExplainedErrors
 from graphmem.storage import Store, open_store
+from graphmem.store_access import StoreAccess
 from graphmem.tools import ALL_TOOLS, ToolContext, ToolOutput, ToolSpec, dump_json
 from graphmem.tools.answers import AnswerCache
 from graphmem.tools.resources import ENTITY_PREFIX, ENTITY_TEMPLATE, GRAPH_URI, entity_document, entity_name
@@ -53,81 +50,13 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-_Job = tuple[Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
-
-
-class _StoreThread:
-    """One thread that runs the calls to the store, one at a time, in the order they come.
-
-    `anyio.to_thread.run_sync` costs about twice as much per call (46 against 23 us a
-    round trip here): it picks a thread from a pool under a capacity limiter and checks
-    for cancellation on the way. A store has one connection and takes one call at a time
-    anyway, so one thread of its own is enough, and a tool call pays only the two wake-ups.
-    The transports all run on asyncio (uvloop where installed), so the answer comes back
-    through the loop's own thread-safe callback.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._work, name="graphmem-store", daemon=True)
-            self._thread.start()
-        self._jobs.put((fn, args, loop, future))
-        # As anyio's run_sync does: a cancelled call still waits for its work to end, so
-        # nothing else (closing the store, say) reaches the store while it runs.
-        with anyio.CancelScope(shield=True):
-            result = await future
-        return result
-
-    def stop(self) -> None:
-        """End the thread after the calls already queued."""
-        if self._thread is not None:
-            self._jobs.put(None)
-            self._thread.join()
-            self._thread = None
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            fn, args, loop, future = job
-            try:
-                result = fn(*args)
-            except BaseException as error:  # relayed: it is raised in the task that awaits the call
-                _answer(loop, future, None, error)
-            else:
-                _answer(loop, future, result, None)
-
-
-def _answer(
-    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, error: BaseException | None
-) -> None:
-    # RuntimeError: the loop has closed (the process is ending). Nobody waits for the
-    # answer any more, and the thread must live on to take the calls after it, or `stop`.
-    with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(_settle, future, result, error)
-
-
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.done():  # pragma: no cover - the waiting task is shielded from cancellation
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
-
-
 @dataclass
 class AppState:
     """What the server holds while it runs: the graph and who subscribed to what."""
 
     tools: ToolContext
-    # One call at a time reaches the store: SQLite has one writer anyway, and it keeps
-    # a long read from interleaving with a write on the same connection.
-    worker: _StoreThread = field(default_factory=_StoreThread)
+    access: StoreAccess
+    """How calls reach the store: one at a time, waiting for other processes' locks between attempts."""
     subscribers: weakref.WeakKeyDictionary[Connection, set[str]] = field(default_factory=weakref.WeakKeyDictionary)
     """The resource URIs each client connection subscribed to."""
     entity_texts: dict[str, str | None] = field(default_factory=dict)
@@ -140,15 +69,9 @@ class AppState:
     answers: AnswerCache = field(default_factory=AnswerCache)
     """The answers of reusable read tools, kept while the memory is unchanged."""
 
-    inline: bool = False
-    """Run store calls on the event loop itself (one client, as over stdio), not on the thread."""
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run blocking graph code on the store's thread, so the event loop keeps serving;
-        or, for a server of one client, right here."""
-        if self.inline:
-            return fn(*args)
-        return await self.worker.run(fn, *args)
+    async def run(self, fn: Callable[..., T], *args: Any, writes: bool = True) -> T:
+        """Run blocking graph code where the store's calls run (see `StoreAccess.run`)."""
+        return await self.access.run(fn, *args, writes=writes)
 
 
 def _format_validation_error(tool: str, error: ValidationError) -> str:
@@ -240,15 +163,15 @@ def build_server(
             graph = KnowledgeGraph(opened, strict=settings.strict, limits=settings.limits)
             state = AppState(
                 ToolContext(graph, settings.response_budget),
+                StoreAccess(opened, inline=one_client),
                 call_time_limit=settings.call_time_limit,
-                inline=one_client,
             )
             state.relay.attach()
             try:
                 yield state
             finally:
                 state.relay.detach()
-                await anyio.to_thread.run_sync(state.worker.stop)
+                await anyio.to_thread.run_sync(state.access.stop)
         finally:
             await anyio.to_thread.run_sync(opened.close)
 
@@ -469,7 +392,7 @@ async def _run_tool(
         return _tool_error(_format_validation_error(spec.name, error))
     started = time.perf_counter()
     try:
-        output = await state.run(_run_within_limit, state, spec, arguments)
+        output = await state.run(_run_within_limit, state, spec, arguments, writes=not spec.annotations.read_only_hint)
     except GraphmemError as error:
         return _tool_error(str(error))
     except Exception as error:
@@ -495,7 +418,7 @@ def _entity_name(uri: str) -> str | None:
 
 async def _entity_text(state: AppState, name: str) -> str | None:
     try:
-        return await state.run(entity_document, state.tools.graph, name)
+        return await state.run(entity_document, state.tools.graph, name, writes=False)
     except GraphmemError as error:
         # A name over the length limit, say: no entity can have it.
         raise MCPError(types.INVALID_PARAMS, str(error)) from None
@@ -503,7 +426,7 @@ async def _entity_text(state: AppState, name: str) -> str | None:
 
 async def _read_resource_text(state: AppState, uri: str) -> str:
     if uri == GRAPH_URI:
-        graph = await state.run(state.tools.graph.read_graph)
+        graph = await state.run(state.tools.graph.read_graph, writes=False)
         return dump_json(graph.to_wire())
     name = _entity_name(uri)
     if name is None:
@@ -560,7 +483,7 @@ async def _notify_updated(ctx: ServerRequestContext[AppState]) -> None:
         if name is None:  # pragma: no cover - watched holds entity URIs only
             continue
         try:
-            text = await state.run(entity_document, state.tools.graph, name)
+            text = await state.run(entity_document, state.tools.graph, name, writes=False)
         except GraphmemError:
             continue  # subscribe() refused such a name; nothing to compare
         if text != state.entity_texts.get(uri):

@@ -136,6 +136,17 @@ class Store(Protocol):
         is raised. 0 means no limit. A backend that cannot stop midway may ignore it."""
         ...
 
+    def wait_for_locks(self, seconds: float) -> None:
+        """How long a transaction waits for another process's lock on the memory before it
+        gives up with `StorageBusyError`, having changed nothing. A server sets it short
+        and waits between attempts itself, so that it answers other calls meanwhile."""
+        ...
+
+    def committed_writes(self) -> int:
+        """How many write transactions this store has committed: when it has not moved
+        across a call that failed busy, that call wrote nothing and may be made again."""
+        ...
+
     def version(self) -> Hashable | None:
         """A token that stays equal only while the memory stays as it is, whoever writes to it;
         None when the store cannot tell (or inside a transaction), and nothing read may be reused.

@@ -219,6 +219,9 @@ class JsonlStore:
                 os.close(self._lock_fd)
                 raise
         self._mutex = threading.RLock()
+        self._lock_wait = LOCK_TIMEOUT_SECONDS
+        self._writes = 0
+        """Write transactions this store committed (see `committed_writes`)."""
         self._depth = 0
         self._writing = False
         self._closed = False
@@ -345,10 +348,10 @@ class JsonlStore:
 
     # -- the file ---------------------------------------------------------------
 
-    def _flock(self, operation: int) -> None:
+    def _flock(self, operation: int, wait: float = LOCK_TIMEOUT_SECONDS) -> None:
         # Polling instead of a blocking flock, so a process that never lets go gives a
         # clear error after a while instead of hanging every call forever.
-        deadline = time.monotonic() + LOCK_TIMEOUT_SECONDS
+        deadline = time.monotonic() + wait
         pause = 0.001
         while True:
             try:
@@ -357,11 +360,25 @@ class JsonlStore:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise StorageBusyError(
-                        f"The memory file {self.location} stayed locked by another process for "
-                        f"{LOCK_TIMEOUT_SECONDS:.0f} s; nothing was changed. Retry the call."
+                        f"The memory file {self.location} stayed locked by another process; nothing was "
+                        "changed. Retry the call."
                     ) from None
-                time.sleep(pause)
+                time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
                 pause = min(pause * 2, 0.05)
+
+    def _shared_lock_or_snapshot(self) -> bool:
+        """Take the shared lock for a read; False when a writer holds the file past the wait.
+
+        A read need not wait for another process's write: every writer replaces the
+        file whole (a temporary file renamed over it), so the file there is always a
+        complete memory, and reading it without the lock sees either the state before
+        that write or after it, as a SQLite reader in WAL mode does.
+        """
+        try:
+            self._flock(fcntl.LOCK_SH, self._lock_wait)
+        except StorageBusyError:
+            return False
+        return True
 
     def _refresh(self) -> None:
         """Read the file again if anyone changed it since we last read or wrote it."""
@@ -519,7 +536,11 @@ class JsonlStore:
                     self._depth -= 1
                 return
             with map_backend_errors():
-                self._flock(fcntl.LOCK_EX if writing else fcntl.LOCK_SH)
+                if writing:
+                    self._flock(fcntl.LOCK_EX, self._lock_wait)
+                    locked = True
+                else:
+                    locked = self._shared_lock_or_snapshot()
             try:
                 self._depth, self._writing = 1, writing
                 with map_backend_errors():
@@ -535,6 +556,7 @@ class JsonlStore:
                     try:
                         with map_backend_errors():
                             self._save()
+                        self._writes += 1
                     except BaseException:
                         self._rollback()
                         # The save may have got as far as replacing the file (and failed
@@ -548,8 +570,9 @@ class JsonlStore:
                     self._compact()
             finally:
                 self._depth, self._writing = 0, False
-                with map_backend_errors():
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                if locked:
+                    with map_backend_errors():
+                        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def _changed(self) -> bool:
         return bool(self._head_journal or self._relation_journal) or (
@@ -620,6 +643,12 @@ class JsonlStore:
         for row in self._relations:
             if row is not None:
                 yield row.value
+
+    def wait_for_locks(self, seconds: float) -> None:
+        self._lock_wait = max(0.0, seconds)
+
+    def committed_writes(self) -> int:
+        return self._writes
 
     def time_limit(self, seconds: float) -> AbstractContextManager[None]:
         # Every call works on the graph held in memory, in Python, and cannot be stopped

@@ -601,6 +601,13 @@ class SQLiteStore:
             finally:
                 self._conn.set_progress_handler(None, 0)
 
+    def wait_for_locks(self, seconds: float) -> None:
+        with self._lock:
+            self._conn.execute(f"PRAGMA busy_timeout = {max(0, round(seconds * 1000))}")
+
+    def committed_writes(self) -> int:
+        return self._writes
+
     def version(self) -> tuple[int, int] | None:
         with self._lock:
             if self._depth:

@@ -36,7 +36,16 @@ from graphmem.storage.base import (
 )
 from graphmem.storage.checkpoints import FALLBACK_PAGES, Checkpointer
 from graphmem.storage.sqlite_ranking import term_query
-from graphmem.storage.sqlite_text import TRIGRAM_FORM, escaped_json, exact, keys_json, texts_json, trigram_query
+from graphmem.storage.sqlite_text import (
+    TRIGRAM_FORM,
+    escaped_json,
+    exact,
+    key_item,
+    keys_json,
+    texts_in,
+    texts_json,
+    trigram_query,
+)
 from graphmem.storage.words import (
     RANKED_AT_MOST,
     SearchHit,
@@ -78,12 +87,8 @@ def _migrations() -> list[tuple[int, str]]:
 SCHEMA_VERSION = max(number for number, _ in _migrations())
 
 
-# A list of texts (names, observations) travels as one JSON parameter (`texts_json`), so a
-# batch of any size is one statement; this reads its items back exactly, NUL included.
-_TEXTS = f"SELECT {exact('value')} FROM json_each(?)"
-_TEXTS_1 = f"SELECT {exact('value')} FROM json_each(?1)"
-# The three texts of a relation key in a `keys_json` item.
-_KEY_FROM, _KEY_TO, _KEY_TYPE = (exact(f"json_extract(k.value, '$[{index}]')") for index in range(3))
+# A list of texts (names, observations) travels as one JSON parameter (`texts_json`) so a
+# batch of any size is one statement; `texts_in` reads its items back exactly, NUL included.
 
 
 def _extra_json(extra: dict[str, Any] | None) -> str | None:
@@ -528,26 +533,29 @@ class SQLiteStore:
     # -- reads ----------------------------------------------------------------
 
     def existing_names(self, names: Sequence[str]) -> set[str]:
-        rows = self._conn.execute(f"SELECT name FROM entities WHERE name IN ({_TEXTS})", (texts_json(names),))
+        names_json = texts_json(names)
+        rows = self._conn.execute(f"SELECT name FROM entities WHERE name IN ({texts_in(names_json)})", (names_json,))
         return {name for (name,) in rows}
 
     def resolve_names(self, names: Sequence[str]) -> dict[str, str]:
         resolved = {name: name for name in self.existing_names(names)}
         others = [name for name in dict.fromkeys(names) if name not in resolved]
         if others:
+            others_json = texts_json(others)
             rows = self._conn.execute(
                 "SELECT a.alias, e.name FROM entity_aliases AS a JOIN entities AS e ON e.id = a.entity_id"
-                f" WHERE a.alias IN ({_TEXTS}) ORDER BY a.entity_id DESC",
-                (texts_json(others),),
+                f" WHERE a.alias IN ({texts_in(others_json)}) ORDER BY a.entity_id DESC",
+                (others_json,),
             )
             # Oldest entity last, so it wins.
             resolved.update(dict(rows.fetchall()))
         return resolved
 
     def get_entities(self, names: Sequence[str]) -> list[Entity]:
+        names_json = texts_json(names)
         rows = self._conn.execute(
-            f"SELECT id, name, entity_type, extra FROM entities WHERE name IN ({_TEXTS}) ORDER BY id",
-            (texts_json(names),),
+            f"SELECT id, name, entity_type, extra FROM entities WHERE name IN ({texts_in(names_json)}) ORDER BY id",
+            (names_json,),
         ).fetchall()
         if not rows:
             return []
@@ -681,29 +689,33 @@ class SQLiteStore:
         return int(first) + offset
 
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:
+        names_json = texts_json(names)
         rows = self._conn.execute(
             "SELECT from_name, to_name, relation_type, extra FROM relations WHERE id IN ("
-            f" SELECT id FROM relations WHERE from_name IN ({_TEXTS_1})"
-            f" UNION SELECT id FROM relations WHERE to_name IN ({_TEXTS_1})"
+            f" SELECT id FROM relations WHERE from_name IN ({texts_in(names_json, '?1')})"
+            f" UNION SELECT id FROM relations WHERE to_name IN ({texts_in(names_json, '?1')})"
             ") ORDER BY id",
-            (texts_json(names),),
+            (names_json,),
         )
         return [Relation(from_, to, relation_type, _extra(extra)) for from_, to, relation_type, extra in rows]
 
     def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
+        names_json = texts_json(names)
         return self._conn.execute(
             "SELECT from_name, to_name, relation_type FROM relations WHERE id IN ("
-            f" SELECT id FROM relations WHERE from_name IN ({_TEXTS_1})"
-            f" UNION SELECT id FROM relations WHERE to_name IN ({_TEXTS_1})"
+            f" SELECT id FROM relations WHERE from_name IN ({texts_in(names_json, '?1')})"
+            f" UNION SELECT id FROM relations WHERE to_name IN ({texts_in(names_json, '?1')})"
             ") ORDER BY id",
-            (texts_json(names),),
+            (names_json,),
         ).fetchall()
 
     def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        found_keys = keys_json(keys)
         rows = self._conn.execute(
             "SELECT r.from_name, r.to_name, r.relation_type FROM json_each(?) AS k JOIN relations AS r"
-            f" ON r.from_name = {_KEY_FROM} AND r.to_name = {_KEY_TO} AND r.relation_type = {_KEY_TYPE}",
-            (keys_json(keys),),
+            f" ON r.from_name = {key_item(found_keys, 0)} AND r.to_name = {key_item(found_keys, 1)}"
+            f" AND r.relation_type = {key_item(found_keys, 2)}",
+            (found_keys,),
         )
         return {(from_, to, relation_type) for from_, to, relation_type in rows}
 
@@ -1124,28 +1136,30 @@ class SQLiteStore:
 
     def delete_entities(self, names: Sequence[str]) -> int:
         names_json = texts_json(names)
+        names_in, names_in_1 = texts_in(names_json), texts_in(names_json, "?1")
         self._conn.execute(
-            f"DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE name IN ({_TEXTS}))",
+            f"DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE name IN ({names_in}))",
             (names_json,),
         )
         self._conn.execute(
-            f"DELETE FROM relations WHERE from_name IN ({_TEXTS_1}) OR to_name IN ({_TEXTS_1})",
+            f"DELETE FROM relations WHERE from_name IN ({names_in_1}) OR to_name IN ({names_in_1})",
             (names_json,),
         )
-        cursor = self._conn.execute(f"DELETE FROM entities WHERE name IN ({_TEXTS})", (names_json,))
+        cursor = self._conn.execute(f"DELETE FROM entities WHERE name IN ({names_in})", (names_json,))
         return cursor.rowcount
 
     def remove_observations(self, name: str, contents: Sequence[str]) -> int:
         contents_json = texts_json(contents)
+        contents_in = texts_in(contents_json)
         row = self._conn.execute("SELECT id FROM entities WHERE name = ?", (name,)).fetchone()
         if row is None:
             return 0
         (matched,) = self._conn.execute(
-            f"SELECT count(DISTINCT content) FROM observations WHERE entity_id = ? AND content IN ({_TEXTS})",
+            f"SELECT count(DISTINCT content) FROM observations WHERE entity_id = ? AND content IN ({contents_in})",
             (row[0], contents_json),
         ).fetchone()
         self._conn.execute(
-            f"DELETE FROM observations WHERE entity_id = ? AND content IN ({_TEXTS})",
+            f"DELETE FROM observations WHERE entity_id = ? AND content IN ({contents_in})",
             (row[0], contents_json),
         )
         return int(matched)

@@ -22,7 +22,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-__all__ = ["escape", "escaped_json", "exact", "keys_json", "texts_json", "TRIGRAM_FORM", "trigram_query"]
+__all__ = [
+    "escape",
+    "escaped_json",
+    "exact",
+    "key_item",
+    "keys_json",
+    "texts_in",
+    "texts_json",
+    "TRIGRAM_FORM",
+    "trigram_query",
+]
 
 _ESCAPE = "\x01"
 _NUL = "\x00"
@@ -54,14 +64,32 @@ def escaped_json(expression: str) -> str:
 
 
 def texts_json(texts: Iterable[str]) -> str:
-    """A list of texts as one JSON parameter; read each with `exact("value")` from json_each."""
+    """A list of texts as one JSON parameter, escaped only if a text needs it; read it with `texts_in`."""
     # One parameter whatever the batch size: never SQLite's limit on bound parameters.
-    return json.dumps([escape(text) for text in texts])
+    texts = list(texts)
+    plain = json.dumps(texts)
+    # JSON writes NUL and U+0001 as \u0000 and \u0001: most lists need no escaping, and
+    # their SQL no replace() (a third of a 20-name look-up's time).
+    return plain if "\\u000" not in plain else json.dumps([escape(text) for text in texts])
+
+
+def texts_in(texts: str, parameter: str = "?") -> str:
+    """SQL selecting each text of the `texts_json` list `texts`, bound to `parameter`, exactly."""
+    value = exact("value") if "\\u0001" in texts else "value"
+    return f"SELECT {value} FROM json_each({parameter})"
 
 
 def keys_json(keys: Iterable[tuple[str, ...]]) -> str:
-    """A list of tuples of texts (relation keys) as one JSON parameter, each text `escape()`d."""
-    return json.dumps([[escape(text) for text in key] for key in keys])
+    """A list of tuples of texts (relation keys) as one JSON parameter; read with `key_item`."""
+    items = [list(key) for key in keys]
+    plain = json.dumps(items)
+    return plain if "\\u000" not in plain else json.dumps([[escape(text) for text in key] for key in items])
+
+
+def key_item(keys: str, index: int, item: str = "k.value") -> str:
+    """SQL for text `index` of the `keys_json` item `item` of the list `keys`, exactly."""
+    extracted = f"json_extract({item}, '$[{index}]')"
+    return exact(extracted) if "\\u0001" in keys else extracted
 
 
 # What a trigram index holds of a text column (`{0}`): the text, or for a text with a

@@ -195,3 +195,40 @@ async def test_the_thread_that_runs_the_calls_ends_with_the_server(settings: Set
         await client.call_tool("read_graph", {})
         assert "graphmem-store" in [thread.name for thread in threading.enumerate()]
     assert "graphmem-store" not in [thread.name for thread in threading.enumerate()]
+
+
+# -- any text, NUL included, through the tools on either backend ---------------------------
+
+
+@pytest.mark.parametrize("suffix", [".db", ".jsonl"])
+async def test_a_name_with_nul_is_found_skipped_when_created_again_and_deleted_like_any_name(tmp_path, suffix):
+    name, fact = "nul\x00name", "a\x00b"
+    async with Client(build_server(Settings(memory_path=tmp_path / f"memory{suffix}")), mode="legacy") as client:
+        with anyio.fail_after(5):
+            entity = {"name": name, "entityType": "t", "observations": [fact, "kept"]}
+            assert not (await client.call_tool("create_entities", {"entities": [entity]})).is_error
+            again = await client.call_tool("create_entities", {"entities": [entity]})
+            assert not again.is_error and again.structured_content["entities"] == []
+            opened = await client.call_tool("open_nodes", {"names": [name]})
+            assert opened.structured_content["entities"] == [entity]
+            found = await client.call_tool("search_nodes", {"query": "l\x00na"})
+            assert [e["name"] for e in found.structured_content["entities"]] == [name]
+            deletion = {"deletions": [{"entityName": name, "observations": [fact]}]}
+            assert not (await client.call_tool("delete_observations", deletion)).is_error
+            opened = await client.call_tool("open_nodes", {"names": [name]})
+            assert opened.structured_content["entities"][0]["observations"] == ["kept"]
+            assert not (await client.call_tool("delete_entities", {"entityNames": [name]})).is_error
+            graph = await client.call_tool("read_graph", {})
+            assert graph.structured_content == {"entities": [], "relations": []}
+
+
+@pytest.mark.parametrize("suffix", [".db", ".jsonl"])
+async def test_a_lone_surrogate_is_refused_alike_by_every_backend(tmp_path, suffix):
+    async with Client(build_server(Settings(memory_path=tmp_path / f"memory{suffix}")), mode="legacy") as client:
+        with anyio.fail_after(5):
+            entity = {"name": "a\ud800", "entityType": "t", "observations": []}
+            result = await client.call_tool("create_entities", {"entities": [entity]})
+            assert result.is_error
+            assert "entities[0].name: contains an unpaired surrogate" in result.content[0].text
+            graph = await client.call_tool("read_graph", {})
+            assert graph.structured_content == {"entities": [], "relations": []}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import stat
 import tempfile
@@ -695,4 +696,41 @@ def test_a_needle_whose_word_is_in_many_entities_still_finds_exactly_the_texts_h
         hits = store.search_entities(replace(word_search([needle]), max_word_matches=0)).hits
     assert {hit.name for hit in hits} == {f"entity {i}" for i, text in enumerate(texts) if needle in text}
     assert len(hits) == 11  # item 7 and items 70 to 79
+    store.close()
+
+
+# -- texts with NUL (migration 0012) -----------------------------------------------------------
+
+
+def test_opening_an_older_memory_with_nul_in_its_texts_finds_them_exactly(tmp_path: Path):
+    # Before 0012 the trigram index held "nul\0name" as "nul", and the alias index "al\0ias" as "al".
+    path = tmp_path / "memory.db"
+    conn = sqlite3.connect(path)
+    folder = resources.files("graphmem.storage") / "migrations" / "sqlite"
+    for number in range(1, 11):
+        (script,) = [item for item in folder.iterdir() if item.name.startswith(f"{number:04d}_")]
+        for statement in _split_sql(script.read_text("utf-8")):
+            conn.execute(statement)
+    name, alias = "nul\x00name", "al\x00ias"
+    conn.execute(
+        "INSERT INTO entities (name, entity_type, name_lc, type_lc, extra)"
+        " VALUES (?1, 't', ?1, 't', ?2), ('nul', 't', 'nul', 't', NULL)",
+        (name, json.dumps({"aliases": [alias, "\\u0000 plain"]}, ensure_ascii=False)),
+    )
+    conn.execute("INSERT INTO observations (entity_id, content, content_lc) VALUES (1, ?1, ?1)", ("a\x00tail",))
+    conn.execute("PRAGMA user_version = 10")
+    conn.commit()
+    conn.close()
+
+    store = SQLiteStore(path)
+    with store.read():
+        assert store.resolve_names([alias, "al", "\\u0000 plain"]) == {alias: name, "\\u0000 plain": name}
+        assert set(store.find_text("name")) == {name}
+        assert set(store.find_text("tail")) == {name}
+        assert set(store.find_text("l\x00n")) == {name}
+    with store.write():
+        store.delete_entities([name])
+    with store.read():
+        assert store.find_text("nul").keys() == {"nul"}
+        assert store.resolve_names([alias]) == {}
     store.close()

@@ -36,7 +36,17 @@ from graphmem.storage.base import (
 )
 from graphmem.storage.checkpoints import FALLBACK_PAGES, Checkpointer
 from graphmem.storage.entity_query import EntityQuery
-from graphmem.storage.sqlite_ranking import fts_phrase, term_query
+from graphmem.storage.sqlite_ranking import term_query
+from graphmem.storage.sqlite_text import (
+    TRIGRAM_FORM,
+    escaped_json,
+    exact,
+    key_item,
+    keys_json,
+    texts_in,
+    texts_json,
+    trigram_query,
+)
 from graphmem.storage.words import (
     RANKED_AT_MOST,
     SearchHit,
@@ -79,10 +89,8 @@ def _migrations() -> list[tuple[int, str]]:
 SCHEMA_VERSION = max(number for number, _ in _migrations())
 
 
-def _names_json(names: Sequence[str]) -> str:
-    # Name lists travel as one JSON parameter (read with json_each) so a batch of any
-    # size is one statement and never hits SQLite's limit on bound parameters.
-    return json.dumps(list(names))
+# A list of texts (names, observations) travels as one JSON parameter (`texts_json`) so a
+# batch of any size is one statement; `texts_in` reads its items back exactly, NUL included.
 
 
 def _extra_json(extra: dict[str, Any] | None) -> str | None:
@@ -115,11 +123,13 @@ _WALK_CHUNK = 128
 # SELECT takes 0.7 s); the degree upserts cost another 3 s row by row.
 _BULK_CATCH_UP = {
     "entities_ai": (
-        "INSERT INTO entity_text (rowid, name_lc, type_lc) SELECT id, name_lc, type_lc FROM entities WHERE id > :entity"
+        "INSERT INTO entity_text (rowid, name_lc, type_lc)"
+        f" SELECT id, {TRIGRAM_FORM.format('name_lc')}, {TRIGRAM_FORM.format('type_lc')}"
+        " FROM entities WHERE id > :entity"
     ),
     "observations_ai": (
         "INSERT INTO observation_text (rowid, content_lc)"
-        " SELECT id, content_lc FROM observations WHERE id > :observation"
+        f" SELECT id, {TRIGRAM_FORM.format('content_lc')} FROM observations WHERE id > :observation"
     ),
     "entity_words_entities_ai": (
         "INSERT OR IGNORE INTO entity_words_stale (entity_id) SELECT id FROM entities WHERE id > :entity"
@@ -175,11 +185,12 @@ FROM (SELECT from_name, to_name, relation_type FROM relations ORDER BY id)
 
 # An entity's word-index document: name, aliases (text items of extra's `aliases`, a
 # list or a single string), type, and its observations in order, one per line.
-_REBUILD_DOCUMENTS = """
+_REBUILD_DOCUMENTS = f"""
 INSERT INTO entity_words (rowid, name, aliases, entity_type, observations)
 SELECT e.id, e.name,
     CASE WHEN json_valid(e.extra) THEN coalesce(
-        (SELECT group_concat(value, char(10)) FROM json_each(e.extra, '$.aliases') WHERE type = 'text'), ''
+        (SELECT group_concat({exact("value")}, char(10))
+            FROM json_each({escaped_json("e.extra")}, '$.aliases') WHERE type = 'text'), ''
     ) ELSE '' END,
     e.entity_type,
     coalesce((SELECT group_concat(content, char(10)) FROM
@@ -274,7 +285,7 @@ def _official_queries(search: WordSearch, selective: Callable[[Term], bool]) -> 
     join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
     queries: list[_OfficialQuery] = []
     for needle in dict.fromkeys(search.needles):
-        params = {"needle": needle, "phrase": fts_phrase(needle), "type": search.entity_type}
+        params = {"needle": needle, "phrase": trigram_query(needle), "type": search.entity_type}
         if not needle:
             # Every text contains the empty string.
             queries.append(_OfficialQuery("SELECT e.id FROM entities AS e WHERE 1" + of_type, params, "e.id", True))
@@ -524,29 +535,29 @@ class SQLiteStore:
     # -- reads ----------------------------------------------------------------
 
     def existing_names(self, names: Sequence[str]) -> set[str]:
-        rows = self._conn.execute(
-            "SELECT name FROM entities WHERE name IN (SELECT value FROM json_each(?))", (_names_json(names),)
-        )
+        names_json = texts_json(names)
+        rows = self._conn.execute(f"SELECT name FROM entities WHERE name IN ({texts_in(names_json)})", (names_json,))
         return {name for (name,) in rows}
 
     def resolve_names(self, names: Sequence[str]) -> dict[str, str]:
         resolved = {name: name for name in self.existing_names(names)}
         others = [name for name in dict.fromkeys(names) if name not in resolved]
         if others:
+            others_json = texts_json(others)
             rows = self._conn.execute(
                 "SELECT a.alias, e.name FROM entity_aliases AS a JOIN entities AS e ON e.id = a.entity_id"
-                " WHERE a.alias IN (SELECT value FROM json_each(?)) ORDER BY a.entity_id DESC",
-                (_names_json(others),),
+                f" WHERE a.alias IN ({texts_in(others_json)}) ORDER BY a.entity_id DESC",
+                (others_json,),
             )
             # Oldest entity last, so it wins.
             resolved.update(dict(rows.fetchall()))
         return resolved
 
     def get_entities(self, names: Sequence[str]) -> list[Entity]:
+        names_json = texts_json(names)
         rows = self._conn.execute(
-            "SELECT id, name, entity_type, extra FROM entities"
-            " WHERE name IN (SELECT value FROM json_each(?)) ORDER BY id",
-            (_names_json(names),),
+            f"SELECT id, name, entity_type, extra FROM entities WHERE name IN ({texts_in(names_json)}) ORDER BY id",
+            (names_json,),
         ).fetchall()
         if not rows:
             return []
@@ -694,30 +705,33 @@ class SQLiteStore:
         return int(first) + offset
 
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:
+        names_json = texts_json(names)
         rows = self._conn.execute(
             "SELECT from_name, to_name, relation_type, extra FROM relations WHERE id IN ("
-            " SELECT id FROM relations WHERE from_name IN (SELECT value FROM json_each(?1))"
-            " UNION SELECT id FROM relations WHERE to_name IN (SELECT value FROM json_each(?1))"
+            f" SELECT id FROM relations WHERE from_name IN ({texts_in(names_json, '?1')})"
+            f" UNION SELECT id FROM relations WHERE to_name IN ({texts_in(names_json, '?1')})"
             ") ORDER BY id",
-            (_names_json(names),),
+            (names_json,),
         )
         return [Relation(from_, to, relation_type, _extra(extra)) for from_, to, relation_type, extra in rows]
 
     def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
+        names_json = texts_json(names)
         return self._conn.execute(
             "SELECT from_name, to_name, relation_type FROM relations WHERE id IN ("
-            " SELECT id FROM relations WHERE from_name IN (SELECT value FROM json_each(?1))"
-            " UNION SELECT id FROM relations WHERE to_name IN (SELECT value FROM json_each(?1))"
+            f" SELECT id FROM relations WHERE from_name IN ({texts_in(names_json, '?1')})"
+            f" UNION SELECT id FROM relations WHERE to_name IN ({texts_in(names_json, '?1')})"
             ") ORDER BY id",
-            (_names_json(names),),
+            (names_json,),
         ).fetchall()
 
     def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        found_keys = keys_json(keys)
         rows = self._conn.execute(
             "SELECT r.from_name, r.to_name, r.relation_type FROM json_each(?) AS k JOIN relations AS r"
-            " ON r.from_name = json_extract(k.value, '$[0]') AND r.to_name = json_extract(k.value, '$[1]')"
-            " AND r.relation_type = json_extract(k.value, '$[2]')",
-            (json.dumps([list(key) for key in keys]),),
+            f" ON r.from_name = {key_item(found_keys, 0)} AND r.to_name = {key_item(found_keys, 1)}"
+            f" AND r.relation_type = {key_item(found_keys, 2)}",
+            (found_keys,),
         )
         return {(from_, to, relation_type) for from_, to, relation_type in rows}
 
@@ -730,7 +744,7 @@ class SQLiteStore:
 
     def find_text(self, needle: str) -> dict[str, FieldHits]:
         if len(needle) >= _TRIGRAM:
-            phrase = fts_phrase(needle)
+            phrase = trigram_query(needle)
             # The FTS match narrows the rows through the index; instr() keeps the answer
             # exact whatever the tokenizer does with the phrase.
             entity_rows = self._conn.execute(
@@ -1134,34 +1148,31 @@ class SQLiteStore:
         )
 
     def delete_entities(self, names: Sequence[str]) -> int:
-        names_json = _names_json(names)
+        names_json = texts_json(names)
+        names_in, names_in_1 = texts_in(names_json), texts_in(names_json, "?1")
         self._conn.execute(
-            "DELETE FROM observations WHERE entity_id IN"
-            " (SELECT id FROM entities WHERE name IN (SELECT value FROM json_each(?)))",
+            f"DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE name IN ({names_in}))",
             (names_json,),
         )
         self._conn.execute(
-            "DELETE FROM relations WHERE from_name IN (SELECT value FROM json_each(?1))"
-            " OR to_name IN (SELECT value FROM json_each(?1))",
+            f"DELETE FROM relations WHERE from_name IN ({names_in_1}) OR to_name IN ({names_in_1})",
             (names_json,),
         )
-        cursor = self._conn.execute(
-            "DELETE FROM entities WHERE name IN (SELECT value FROM json_each(?))", (names_json,)
-        )
+        cursor = self._conn.execute(f"DELETE FROM entities WHERE name IN ({names_in})", (names_json,))
         return cursor.rowcount
 
     def remove_observations(self, name: str, contents: Sequence[str]) -> int:
-        contents_json = _names_json(contents)
+        contents_json = texts_json(contents)
+        contents_in = texts_in(contents_json)
         row = self._conn.execute("SELECT id FROM entities WHERE name = ?", (name,)).fetchone()
         if row is None:
             return 0
         (matched,) = self._conn.execute(
-            "SELECT count(DISTINCT content) FROM observations"
-            " WHERE entity_id = ? AND content IN (SELECT value FROM json_each(?))",
+            f"SELECT count(DISTINCT content) FROM observations WHERE entity_id = ? AND content IN ({contents_in})",
             (row[0], contents_json),
         ).fetchone()
         self._conn.execute(
-            "DELETE FROM observations WHERE entity_id = ? AND content IN (SELECT value FROM json_each(?))",
+            f"DELETE FROM observations WHERE entity_id = ? AND content IN ({contents_in})",
             (row[0], contents_json),
         )
         return int(matched)

@@ -232,3 +232,23 @@ async def test_a_lone_surrogate_is_refused_alike_by_every_backend(tmp_path, suff
             assert "entities[0].name: contains an unpaired surrogate" in result.content[0].text
             graph = await client.call_tool("read_graph", {})
             assert graph.structured_content == {"entities": [], "relations": []}
+
+
+@pytest.mark.parametrize("suffix", [".db", ".jsonl"])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("open_nodes", {"names": ["a\ud800"]}, "names[0]"),
+        ("search_nodes", {"query": "a\ud800"}, "query"),
+        ("query_nodes", {"entityType": "\ud800"}, "entityType"),
+    ],
+)
+async def test_reads_kept_for_reuse_refuse_a_lone_surrogate_as_an_input_error(tmp_path, suffix, tool, arguments, field):
+    settings = Settings(memory_path=tmp_path / f"memory{suffix}", toolset="all")
+    async with Client(build_server(settings), mode="legacy") as client:
+        with anyio.fail_after(5):
+            result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    text = result.content[0].text
+    assert "unexpectedly" not in text
+    assert field in text and "unpaired surrogate" in text, text

@@ -19,6 +19,8 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
+
 from graphmem.tools.base import ToolArgs, ToolContext, ToolOutput, ToolSpec
 
 __all__ = ["AnswerCache"]
@@ -57,7 +59,11 @@ class AnswerCache:
             return spec.run(ctx, arguments)
         if version != self._version:
             self._forget(version)
-        key = (spec.name, arguments.model_dump_json())
+        try:
+            key = (spec.name, arguments.model_dump_json())
+        except PydanticSerializationError:
+            # An argument that is not valid text (a lone surrogate): the tool refuses it.
+            return spec.run(ctx, arguments)
         kept = self._answers.get(key)
         if kept is not None:
             self._answers.move_to_end(key)

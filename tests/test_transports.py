@@ -96,21 +96,23 @@ def test_many_shallow_structures_are_not_deep():
 # -- lines that get an error answer --------------------------------------------------------
 
 
-def test_invalid_json_is_a_parse_error_that_keeps_the_request_id():
+# JSON-RPC: "If there was an error in detecting the id in the Request object (e.g. Parse
+# error/Invalid Request), it MUST be Null", even when an id can be seen in the broken text.
+def test_invalid_json_is_a_parse_error_answered_with_a_null_id():
     error = rejection(b'{"jsonrpc":"2.0","id":5,"method":')
-    assert (error.code, error.request_id) == (types.PARSE_ERROR, 5)
+    assert (error.code, error.request_id) == (types.PARSE_ERROR, None)
 
 
-def test_invalid_utf8_is_a_parse_error_that_keeps_the_request_id():
+def test_invalid_utf8_is_a_parse_error_answered_with_a_null_id():
     error = rejection(b'{"jsonrpc":"2.0","id":"abc","method":"ping","params":{"x":"\xff\xfe"}}')
-    assert (error.code, error.request_id) == (types.PARSE_ERROR, "abc")
+    assert (error.code, error.request_id) == (types.PARSE_ERROR, None)
     assert "UTF-8" in error.message
 
 
 @pytest.mark.parametrize("constant", [b"NaN", b"Infinity", b"-Infinity"])
 def test_nan_and_infinity_are_not_json(constant):
     error = rejection(b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":' + constant + b"}}")
-    assert (error.code, error.request_id) == (types.PARSE_ERROR, 5)
+    assert (error.code, error.request_id) == (types.PARSE_ERROR, None)
 
 
 @pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 300, 5000, 100_000])

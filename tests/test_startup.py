@@ -139,3 +139,11 @@ def test_a_memory_that_opens_is_served_as_before(tmp_path: Path):
     answer = json.loads(result.stdout.splitlines()[0])
     assert answer["id"] == INITIALIZE["id"]
     assert answer["result"]["serverInfo"]["name"] == "graphmem"
+
+
+def test_an_address_that_is_not_this_machines_exits_1_with_one_line(tmp_path: Path):
+    # 203.0.113.0/24 is reserved for documentation: no machine has it.
+    args = ["serve", "--http", "--host", "203.0.113.9", "--port", "0"]
+    token = {"GRAPHMEM_TOKEN": "0123456789abcdef0123"}
+    result = _start(args, str(tmp_path / "m.db"), tmp_path, environment=token)
+    _assert_one_line_naming(result, "203.0.113.9", "--host")

@@ -7,6 +7,7 @@ With no sub-command it serves MCP over stdio, so a client config of just
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import sys
@@ -293,10 +294,18 @@ def serve(
         cause = _os_error_in(error)
         if cause is None:
             raise
+        reason = cause.strerror or cause
         raise click.ClickException(
-            f"Cannot listen on {network.host} port {network.port}: {cause.strerror or cause}. "
-            "Stop what uses that port, or choose another with --port."
+            f"Cannot listen on {network.host} port {network.port}: {reason}. {_listening_advice(cause)}"
         ) from error
+
+
+def _listening_advice(error: OSError) -> str:
+    if error.errno == errno.EADDRINUSE:
+        return "Stop what uses that port, or choose another with --port."
+    if error.errno == errno.EACCES:
+        return "Ports below 1024 need privileges; choose another with --port."
+    return "Give an address of this machine with --host (127.0.0.1 for this machine only)."
 
 
 def _os_error_in(error: BaseException) -> OSError | None:

@@ -28,6 +28,8 @@ __all__ = ["cli", "main"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
 
 def memory_options(command: F) -> F:
     """The options that say which memory to use, shared by every command."""
@@ -54,6 +56,13 @@ def memory_options(command: F) -> F:
 
 def serve_options(command: F) -> F:
     """The options of serving, on `serve` and on the bare `graphmem` that serves by default."""
+    command = click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS, case_sensitive=False),
+        default=None,
+        envvar="GRAPHMEM_LOG_LEVEL",
+        help="How much to log to stderr: debug, info, warning or error (env GRAPHMEM_LOG_LEVEL, default warning).",
+    )(command)
     command = click.option(
         "--tools",
         "tools",
@@ -123,7 +132,7 @@ def _open_graph(settings: Settings) -> KnowledgeGraph:
         raise click.ClickException(str(error)) from error
 
 
-@click.group(invoke_without_command=True)
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @memory_options
 @serve_options
 @click.version_option(__version__, prog_name="graphmem")
@@ -136,6 +145,7 @@ def cli(
     call_time_limit: float | None,
     toolset: str | None,
     tools: str | None,
+    log_level: str | None,
 ) -> None:
     """graphmem: persistent knowledge-graph memory for AI agents, over MCP.
 
@@ -150,16 +160,30 @@ def cli(
             call_time_limit=call_time_limit,
             toolset=toolset,
             tools=tools,
+            log_level=log_level,
         )
+
+
+def _transport(http: bool, tcp: bool, host: str | None, port: int | None) -> str | None:
+    """The network transport the flags ask for, or None for stdio; contradictions refused."""
+    if http and tcp:
+        raise click.ClickException(
+            "--http and --tcp were both given; one process serves one of them. Start one process for each."
+        )
+    if not (http or tcp) and (host is not None or port is not None):
+        flag = "--host" if host is not None else "--port"
+        raise click.ClickException(
+            f"{flag} was given without --http or --tcp; over stdio there is nothing to listen on. "
+            f"Add --http or --tcp, or leave {flag} out."
+        )
+    return "http" if http else "tcp" if tcp else None
 
 
 @cli.command(name="serve")
 @memory_options
 @serve_options
-@click.option("--http", "transport", flag_value="http", help="Serve many clients over Streamable HTTP at /mcp.")
-@click.option(
-    "--tcp", "transport", flag_value="tcp", help="Serve many clients over TCP (one JSON-RPC message per line)."
-)
+@click.option("--http", "http", is_flag=True, help="Serve many clients over Streamable HTTP at /mcp.")
+@click.option("--tcp", "tcp", is_flag=True, help="Serve many clients over TCP (one JSON-RPC message per line).")
 @click.option(
     "--host",
     default=None,
@@ -209,13 +233,6 @@ def cli(
     default=None,
     help="Answer HTTP POSTs with one JSON body instead of an SSE stream (env GRAPHMEM_HTTP_JSON; default SSE).",
 )
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
-    default="warning",
-    show_default=True,
-    help="How much to log to stderr.",
-)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -225,17 +242,20 @@ def serve(
     call_time_limit: float | None = None,
     toolset: str | None = None,
     tools: str | None = None,
-    transport: str | None = None,
+    http: bool = False,
+    tcp: bool = False,
     host: str | None = None,
     port: int | None = None,
     token_file: str | None = None,
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
     json_response: bool | None = None,
-    log_level: str = "warning",
+    log_level: str | None = None,
 ) -> None:
     """Serve MCP over stdio (what an MCP client starts), or many clients over --http or --tcp."""
+    transport = _transport(http, tcp, host, port)
     settings = _settings(ctx, memory_file, strict, response_budget, toolset, tools, call_time_limit)
+    log_level = (log_level or ctx.find_root().params.get("log_level") or "warning").lower()
     network: NetworkSettings | None = None
     if transport is not None:
         try:
@@ -274,7 +294,18 @@ def serve(
     if network is None:
         from graphmem.transports import run_stdio
 
-        run_stdio(server)
+        # One line, as the official server says it runs; stdout carries protocol messages only.
+        chosen = "custom" if settings.tools is not None else settings.toolset
+        click.echo(
+            f"graphmem {__version__} ready on stdio: memory {settings.memory_path} ({settings.backend}), "
+            f"tools {chosen} ({len(listed)})",
+            err=True,
+        )
+        try:
+            run_stdio(server)
+        except KeyboardInterrupt:
+            # Ctrl-C in a terminal: every answered write is already on disk.
+            ctx.exit(0)
         return
 
     def announce(url: str) -> None:

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from graphmem import __version__
 from graphmem.cli import cli
 from tests.helpers_stdio import INITIALIZE, START_SECONDS, server_env
+from tests.test_startup import unwritable_folder
 
 
 def _run(*args: object, env: dict[str, str] | None = None):
@@ -89,3 +90,64 @@ def test_a_debug_log_level_from_the_environment_reaches_stderr(tmp_path: Path):
     _, errors = process.communicate(json.dumps(INITIALIZE).encode() + b"\n", timeout=START_SECONDS)
     assert process.returncode == 0
     assert "graphmem DEBUG:" in errors.decode()
+
+
+# -- info, stats and export read without writing -------------------------------------------------
+
+
+def _memory_with_one_entity(path: Path) -> None:
+    source = path.with_name("source.jsonl")
+    source.write_text('{"type":"entity","name":"Ada","entityType":"person","observations":["wrote notes"]}\n')
+    assert _run("import", source, "-f", path, "--no-progress").exit_code == 0
+    source.unlink()
+
+
+@pytest.mark.parametrize("name", ["memory.db", "memory.jsonl"])
+def test_info_says_the_memory_opens_and_is_intact(tmp_path: Path, name: str):
+    memory = tmp_path / name
+    _memory_with_one_entity(memory)
+    result = _run("info", "-f", memory)
+    assert result.exit_code == 0, result.output
+    assert "opens: yes (1 entities, 0 relations)" in result.output
+    assert "integrity: ok (quick check)" in result.output
+
+
+@pytest.mark.parametrize("name", ["memory.db", "memory.jsonl"])
+def test_info_stats_and_export_read_a_memory_in_a_folder_they_cannot_write(tmp_path: Path, name: str):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    _memory_with_one_entity(folder / name)
+    before = sorted(path.name for path in folder.iterdir())
+    with unwritable_folder(folder):
+        info = _run("info", "-f", folder / name)
+        stats = _run("stats", "-f", folder / name)
+        exported = _run("export", "-f", folder / name)
+        after = sorted(path.name for path in folder.iterdir())
+    assert info.exit_code == 0, info.output
+    assert "integrity: ok" in info.output
+    assert stats.exit_code == 0 and "entities: 1" in stats.output, stats.output
+    assert exported.exit_code == 0, exported.output
+    assert json.loads(exported.output.splitlines()[0])["name"] == "Ada"
+    assert after == before, "reading must not leave a lock, -wal or -shm file behind"
+
+
+def test_info_reports_a_damaged_database_in_one_line_with_exit_1(tmp_path: Path):
+    memory = tmp_path / "memory.db"
+    _memory_with_one_entity(memory)
+    data = bytearray(memory.read_bytes())
+    # Past the header, inside the tables' pages: the file still opens as SQLite, its pages do not hold.
+    data[4096 * 2 : 4096 * 6] = b"\x5a" * (4096 * 4)
+    memory.write_bytes(bytes(data))
+    result = _run("info", "-f", memory)
+    assert result.exit_code == 1
+    error = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert len(error) == 1
+    assert "integrity" in error[0] or "damaged" in error[0] or "malformed" in error[0], error[0]
+
+
+def test_info_names_the_unreadable_lines_of_a_jsonl_memory(tmp_path: Path):
+    memory = tmp_path / "memory.jsonl"
+    memory.write_text('{"type":"entity","name":"Ada","entityType":"p","observations":[]}\nnot json\n')
+    result = _run("info", "-f", memory)
+    assert result.exit_code == 1
+    assert "integrity: 1 problem(s): line 2 cannot be read" in result.output

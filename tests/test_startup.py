@@ -26,9 +26,9 @@ TRANSPORTS = {"stdio": [], "http": ["serve", "--http", "--port", "0"], "tcp": ["
 
 
 @contextmanager
-def _unwritable_folder(path: Path) -> Iterator[Path]:
+def unwritable_folder(path: Path) -> Iterator[Path]:
     """A folder nobody may create files in, root included (where the file system allows it)."""
-    path.mkdir()
+    path.mkdir(exist_ok=True)
     if os.geteuid() != 0:
         path.chmod(0o555)
         try:
@@ -117,13 +117,13 @@ def test_a_memory_that_cannot_be_opened_exits_1_with_one_line_naming_it(tmp_path
 
 
 def test_a_memory_folder_that_cannot_be_written_exits_1_saying_permission_denied(tmp_path: Path):
-    with _unwritable_folder(tmp_path / "locked") as folder:
+    with unwritable_folder(tmp_path / "locked") as folder:
         result = _start([], str(folder / "memory.db"), tmp_path)
     _assert_one_line_naming(result, str(folder / "memory.db"), "ermission denied")
 
 
 def test_a_relative_jsonl_memory_in_an_unwritable_working_folder_exits_1_naming_it(tmp_path: Path):
-    with _unwritable_folder(tmp_path / "project") as folder:
+    with unwritable_folder(tmp_path / "project") as folder:
         result = _start([], "memory.jsonl", folder)
     _assert_one_line_naming(result, str(folder / "memory.jsonl"), "ermission denied")
 

@@ -125,11 +125,26 @@ def _settings(
         raise click.ClickException(str(error)) from error
 
 
-def _open_graph(settings: Settings) -> KnowledgeGraph:
+def _open_graph(settings: Settings, *, read_only: bool = False) -> KnowledgeGraph:
     try:
-        return KnowledgeGraph(open_store(settings), strict=settings.strict, limits=settings.limits)
+        store = open_store(settings, read_only=read_only)
+        return KnowledgeGraph(store, strict=settings.strict, limits=settings.limits)
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
+
+
+def _open_for_reading(settings: Settings) -> KnowledgeGraph:
+    """The memory opened without writing to it (so a read-only folder will do), if it exists.
+
+    A memory written by an older graphmem is opened for writing instead, which upgrades it,
+    as any command did before; where that is not allowed either, the error says why.
+    """
+    if settings.memory_path.exists():
+        try:
+            return _open_graph(settings, read_only=True)
+        except click.ClickException:
+            pass
+    return _open_graph(settings)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -354,15 +369,39 @@ def _os_error_in(error: BaseException) -> OSError | None:
 @memory_options
 @click.pass_context
 def info(ctx: click.Context, memory_file: str | None, strict: bool | None) -> None:
-    """Show where the memory lives and which backend holds it."""
+    """Show where the memory lives and which backend holds it, and check that it opens and is intact."""
     settings = _settings(ctx, memory_file, strict)
     click.echo(f"graphmem {__version__}")
     click.echo(f"memory file: {settings.memory_path}")
     click.echo(f"backend: {settings.backend}")
-    click.echo(f"exists: {'yes' if settings.memory_path.exists() else 'no'}")
+    exists = settings.memory_path.exists()
+    click.echo(f"exists: {'yes' if exists else 'no (it is created when a server first starts)'}")
     click.echo(f"strict: {'yes' if settings.strict else 'no'}")
     budget = settings.response_budget
     click.echo(f"response budget: {f'{budget} tokens' if budget else 'unlimited'}")
+    if not exists:
+        return
+    try:
+        # Read-only: info must work on a memory in a folder this user cannot write, and change nothing.
+        store = open_checked_store(settings, read_only=True)
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    try:
+        with store.read():
+            counts = store.counts()
+        problems = store.integrity_problems()
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        store.close()
+    click.echo(f"opens: yes ({counts.entities} entities, {counts.relations} relations)")
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise click.ClickException(
+            f"integrity: {len(problems)} problem(s): {shown}. Restore a backup, or export "
+            "what can be read (graphmem export) and import it into a new memory."
+        )
+    click.echo("integrity: ok (quick check)")
 
 
 @cli.command(name="stats")
@@ -371,7 +410,7 @@ def info(ctx: click.Context, memory_file: str | None, strict: bool | None) -> No
 def stats(ctx: click.Context, memory_file: str | None, strict: bool | None) -> None:
     """Count the entities, relations and observations in memory."""
     settings = _settings(ctx, memory_file, strict)
-    graph = _open_graph(settings)
+    graph = _open_for_reading(settings)
     try:
         counts = graph.counts()
     except GraphmemError as error:
@@ -592,7 +631,7 @@ def export(
             raise click.ClickException(f"{output} is a directory; give the name of the file to write.")
         if _same_file(output, settings.memory_path):
             raise click.ClickException(f"{output} is the memory file itself; refusing to overwrite it.")
-    graph = _open_graph(settings)
+    graph = _open_for_reading(settings)
     try:
         # Counted apart from the export's own snapshot: the bar only needs a size, and an
         # error writing the output must not surface through the store's error mapping.

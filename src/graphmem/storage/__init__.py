@@ -13,18 +13,22 @@ __all__ = ["Store", "open_checked_store", "open_store"]
 _CHOOSE_ANOTHER = "or choose another memory file with --memory-file or MEMORY_FILE_PATH"
 
 
-def open_store(settings: Settings) -> Store:
-    """Open the memory the settings name: JSONL for `.jsonl`/`.json` files, SQLite otherwise."""
+def open_store(settings: Settings, *, read_only: bool = False) -> Store:
+    """Open the memory the settings name: JSONL for `.jsonl`/`.json` files, SQLite otherwise.
+
+    `read_only` opens an existing memory without writing anything, not even a lock file or
+    SQLite's -shm file, so that one in a folder this user cannot write can be read.
+    """
     if settings.backend == "jsonl":
         from graphmem.storage.jsonl import JsonlStore
 
-        return JsonlStore(settings.memory_path)
+        return JsonlStore(settings.memory_path, read_only=read_only)
     from graphmem.storage.sqlite import SQLiteStore
 
-    return SQLiteStore(settings.memory_path)
+    return SQLiteStore(settings.memory_path, read_only=read_only)
 
 
-def open_checked_store(settings: Settings) -> Store:
+def open_checked_store(settings: Settings, *, read_only: bool = False) -> Store:
     """Open the memory and read it once, so that a server finds out before it serves.
 
     A JSONL memory is read on first use, and a SQLite file that is not a database opens
@@ -38,7 +42,7 @@ def open_checked_store(settings: Settings) -> Store:
     """
     location = str(settings.memory_path)
     try:
-        store = open_store(settings)
+        store = open_store(settings, read_only=read_only)
     except (SchemaVersionError, MemoryOpenError):
         raise
     except StorageError as error:

@@ -136,6 +136,11 @@ class Store(Protocol):
         is raised. 0 means no limit. A backend that cannot stop midway may ignore it."""
         ...
 
+    def integrity_problems(self) -> list[str]:
+        """What a quick check of the memory finds wrong (SQLite's quick_check, a JSONL file's
+        unreadable lines); empty when it is intact."""
+        ...
+
     def wait_for_locks(self, seconds: float) -> None:
         """How long a transaction waits for another process's lock on the memory before it
         gives up with `StorageBusyError`, having changed nothing. A server sets it short

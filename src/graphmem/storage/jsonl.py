@@ -22,6 +22,7 @@ Lines graphmem does not understand are never lost:
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import gc
 import glob
@@ -111,6 +112,19 @@ class _RelationRow:
         self.line: str | None = None
 
 
+def _read_only_lock(lock_path: Path) -> int:
+    """The lock file opened for reading (a shared lock needs no more); /dev/null when there is none.
+
+    With no lock file beside it, no graphmem has written the memory from this folder, and
+    none can (it could not create one): a lock on /dev/null, which nobody else takes
+    exclusively, lets the reads go through the usual path.
+    """
+    try:
+        return os.open(lock_path, os.O_RDONLY)
+    except FileNotFoundError:
+        return os.open(os.devnull, os.O_RDONLY)
+
+
 def _stamp_of(result: os.stat_result) -> tuple[int, int, int]:
     return (result.st_mtime_ns, result.st_size, result.st_ino)
 
@@ -198,23 +212,30 @@ class JsonlStore:
             as the official server does.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
         self.location = str(path)
         configured = Path(path)
         with map_backend_errors():
-            configured.parent.mkdir(parents=True, exist_ok=True)
-            # Write through a symlink to the real file: replacing the link would cut it.
-            self._path = Path(os.path.realpath(configured))
-            lock_path = self._path.with_name(self._path.name + ".lock")
-            self._lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            if read_only:
+                self._path = Path(os.path.realpath(configured))
+                if not self._path.is_file():
+                    raise FileNotFoundError(errno.ENOENT, "No such file", str(configured))
+                self._lock_fd = _read_only_lock(self._path.with_name(self._path.name + ".lock"))
+            else:
+                configured.parent.mkdir(parents=True, exist_ok=True)
+                # Write through a symlink to the real file: replacing the link would cut it.
+                self._path = Path(os.path.realpath(configured))
+                lock_path = self._path.with_name(self._path.name + ".lock")
+                self._lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
-                # Under the lock, so two servers starting together do not both rename.
-                self._flock(fcntl.LOCK_EX)
-                try:
-                    _migrate_legacy_file(configured)
-                    self._remove_stale_temporaries()
-                finally:
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                if not read_only:
+                    # Under the lock, so two servers starting together do not both rename.
+                    self._flock(fcntl.LOCK_EX)
+                    try:
+                        _migrate_legacy_file(configured)
+                        self._remove_stale_temporaries()
+                    finally:
+                        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             except BaseException:
                 os.close(self._lock_fd)
                 raise
@@ -643,6 +664,10 @@ class JsonlStore:
         for row in self._relations:
             if row is not None:
                 yield row.value
+
+    def integrity_problems(self) -> list[str]:
+        with self.read():
+            return [f"line {line_no} cannot be read and is left out" for line_no in self._bad_lines]
 
     def wait_for_locks(self, seconds: float) -> None:
         self._lock_wait = max(0.0, seconds)

@@ -8,12 +8,14 @@ SQLite's busy timeout makes a second process wait its turn instead of failing.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
@@ -345,6 +347,27 @@ def _newest_first(queries: list[_OfficialQuery]) -> list[_OfficialQuery]:
     return sorted(queries, key=lambda query: not query.in_names)
 
 
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that never writes: the file, its folder and any -wal or -shm stay as they are."""
+    if not path.is_file():
+        raise FileNotFoundError(errno.ENOENT, "No such file", str(path))
+    address = f"file:{urllib.parse.quote(str(path.resolve()))}"
+    connection = sqlite3.connect(f"{address}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        connection.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return connection
+    except sqlite3.OperationalError:
+        connection.close()
+        wal = Path(f"{path}-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise
+    # A WAL database needs its -shm file, which a folder this user cannot write cannot
+    # hold. With no -wal file (or an empty one) every committed page is in the database
+    # itself, and nobody can be writing (no writer could create the -wal), so SQLite may
+    # read it as an unchanging file.
+    return sqlite3.connect(f"{address}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
+
 def create_private_file(path: Path) -> None:
     """Create `path` (and its missing parent folders) readable by the owner only, if it is new."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -370,22 +393,30 @@ class _OfficialGraph:
 class SQLiteStore:
     """A `Store` over one SQLite database file (or `:memory:`)."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
+        """Open (or create) the database; `read_only` opens an existing one without writing anything,
+        so that a memory in a folder this user cannot write can still be read and exported."""
         self.location = str(path)
         with map_backend_errors():
-            if str(path) != ":memory:":
-                create_private_file(Path(path))
-            # check_same_thread=False: calls arrive on worker threads; self._lock serialises them.
-            self._conn = sqlite3.connect(
-                str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
-            )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
+            if read_only:
+                self._conn = _connect_read_only(Path(path))
+            else:
+                if str(path) != ":memory:":
+                    create_private_file(Path(path))
+                # check_same_thread=False: calls arrive on worker threads; self._lock serialises them.
+                self._conn = sqlite3.connect(
+                    str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+                )
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
-            self._migrate()
+            if read_only:
+                self._check_schema_is_current()
+            else:
+                self._migrate()
         self._checkpointer: Checkpointer | None = None
-        if str(path) != ":memory:":
+        if str(path) != ":memory:" and not read_only:
             self._checkpointer = Checkpointer(str(path), BUSY_TIMEOUT_SECONDS)
             self._conn.execute(f"PRAGMA wal_autocheckpoint={FALLBACK_PAGES}")
         self._lock = threading.RLock()
@@ -399,6 +430,19 @@ class SQLiteStore:
         self._bulk = False
 
     # -- transactions ---------------------------------------------------------
+
+    def _check_schema_is_current(self) -> None:
+        current = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if current != SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{self.location} has schema version {current} and this graphmem reads {SCHEMA_VERSION}; "
+                "it cannot be upgraded without write access. Open it once where it can be written."
+            )
+
+    def integrity_problems(self) -> list[str]:
+        with self._lock, map_backend_errors():
+            rows = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
+        return [] if rows == ["ok"] else rows
 
     def _migrate(self) -> None:
         current = self._conn.execute("PRAGMA user_version").fetchone()[0]

@@ -14,6 +14,7 @@ from mcp import Client
 
 from graphmem.config import Settings
 from graphmem.server import build_server
+from graphmem.tools.budget import CHARS_PER_TOKEN
 
 pytestmark = pytest.mark.anyio
 
@@ -197,3 +198,47 @@ async def test_a_read_that_fits_hundreds_of_entities_shows_each_with_every_relat
     assert answer["truncated"] == {"omittedEntities": 600 - shown, "nextOffset": shown}
     kept = {e["name"] for e in answer["entities"]}
     assert answer["relations"] == [r for r in chain if r["from"] in kept or r["to"] in kept]
+
+
+# -- a search without a limit is sized for an agent ---------------------------------------------------
+
+
+def _common_word_memory(count: int) -> list[dict[str, Any]]:
+    # Each entity about 120 tokens, all holding the searched word.
+    return [_entity(f"Project {i}", "project", f"Shared note {i}: " + "planning detail " * 25) for i in range(count)]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("search_budget", "expected_cap"),
+    [(None, 10_000), (4_000, 4_000)],
+    ids=["default", "configured"],
+)
+async def test_a_search_without_a_limit_answers_within_the_search_budget_best_first(
+    tmp_path, search_budget, expected_cap
+):
+    settings = Settings(memory_path=tmp_path / "memory.db")
+    if search_budget is not None:
+        settings = dataclasses.replace(settings, search_budget=search_budget)
+    async with Client(build_server(settings), mode="legacy") as client:
+        await _fill(client, _common_word_memory(400), [])
+        result = await client.call_tool("search_nodes", {"query": "planning"})
+        with_limit = await client.call_tool("search_nodes", {"query": "planning", "limit": 1000})
+    text = result.content[0].text
+    assert len(text) <= expected_cap * CHARS_PER_TOKEN
+    shown = result.structured_content["entities"]
+    assert 0 < len(shown) < 400
+    assert result.structured_content["truncated"]["nextOffset"] == len(shown)
+    assert "offset" in result.content[1].text
+    # Asked for a limit, the general response budget (25,000 tokens) applies instead.
+    assert len(with_limit.structured_content["entities"]) > len(shown)
+
+
+@pytest.mark.anyio
+async def test_a_search_budget_of_zero_answers_every_match(tmp_path):
+    settings = dataclasses.replace(Settings(memory_path=tmp_path / "memory.db"), search_budget=0, response_budget=0)
+    async with Client(build_server(settings), mode="legacy") as client:
+        await _fill(client, _common_word_memory(150), [])
+        result = await client.call_tool("search_nodes", {"query": "planning"})
+    assert len(result.structured_content["entities"]) == 150
+    assert "truncated" not in result.structured_content

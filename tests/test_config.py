@@ -131,3 +131,16 @@ def test_allowed_hosts_and_origins_come_from_comma_separated_variables():
     )
     assert network.allowed_hosts == ("a.example", "b.example")
     assert network.allowed_origins == ("https://app.example",)
+
+
+def test_the_search_budget_defaults_to_10000_tokens_and_reads_its_variable_and_flag(tmp_path):
+    assert Settings.from_env({}, cwd=tmp_path).search_budget == 10_000
+    assert Settings.from_env({"GRAPHMEM_SEARCH_BUDGET": "0"}, cwd=tmp_path).search_budget == 0
+    assert Settings.from_env({"GRAPHMEM_SEARCH_BUDGET": "5000"}, search_budget=2000, cwd=tmp_path).search_budget == 2000
+
+
+@pytest.mark.parametrize("value", ["-1", "lots"])
+def test_a_bad_search_budget_names_the_variable(tmp_path, value):
+    with pytest.raises(ConfigError) as raised:
+        Settings.from_env({"GRAPHMEM_SEARCH_BUDGET": value}, cwd=tmp_path)
+    assert raised.value.key == "GRAPHMEM_SEARCH_BUDGET"

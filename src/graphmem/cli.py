@@ -90,6 +90,16 @@ def serve_options(command: F) -> F:
         ),
     )(command)
     command = click.option(
+        "--search-budget",
+        type=click.IntRange(min=0),
+        default=None,
+        metavar="TOKENS",
+        help=(
+            "About how many tokens a search_nodes answer without a limit may hold, best first, with a note "
+            "on how to get the rest; 0 means unlimited (env GRAPHMEM_SEARCH_BUDGET, default 10000)."
+        ),
+    )(command)
+    command = click.option(
         "--response-budget",
         type=click.IntRange(min=0),
         default=None,
@@ -110,6 +120,7 @@ def _settings(
     toolset: str | None = None,
     tools: str | None = None,
     call_time_limit: float | None = None,
+    search_budget: int | None = None,
 ) -> Settings:
     parent = ctx.find_root().params
     try:
@@ -120,6 +131,7 @@ def _settings(
             toolset=toolset or parent.get("toolset"),
             tools=tools if tools is not None else parent.get("tools"),
             call_time_limit=call_time_limit if call_time_limit is not None else parent.get("call_time_limit"),
+            search_budget=search_budget if search_budget is not None else parent.get("search_budget"),
         )
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
@@ -157,6 +169,7 @@ def cli(
     memory_file: str | None,
     strict: bool | None,
     response_budget: int | None,
+    search_budget: int | None,
     call_time_limit: float | None,
     toolset: str | None,
     tools: str | None,
@@ -172,6 +185,7 @@ def cli(
             memory_file=memory_file,
             strict=strict,
             response_budget=response_budget,
+            search_budget=search_budget,
             call_time_limit=call_time_limit,
             toolset=toolset,
             tools=tools,
@@ -254,6 +268,7 @@ def serve(
     memory_file: str | None,
     strict: bool | None,
     response_budget: int | None = None,
+    search_budget: int | None = None,
     call_time_limit: float | None = None,
     toolset: str | None = None,
     tools: str | None = None,
@@ -269,7 +284,7 @@ def serve(
 ) -> None:
     """Serve MCP over stdio (what an MCP client starts), or many clients over --http or --tcp."""
     transport = _transport(http, tcp, host, port)
-    settings = _settings(ctx, memory_file, strict, response_budget, toolset, tools, call_time_limit)
+    settings = _settings(ctx, memory_file, strict, response_budget, toolset, tools, call_time_limit, search_budget)
     log_level = (log_level or ctx.find_root().params.get("log_level") or "warning").lower()
     network: NetworkSettings | None = None
     if transport is not None:
@@ -379,6 +394,8 @@ def info(ctx: click.Context, memory_file: str | None, strict: bool | None) -> No
     click.echo(f"strict: {'yes' if settings.strict else 'no'}")
     budget = settings.response_budget
     click.echo(f"response budget: {f'{budget} tokens' if budget else 'unlimited'}")
+    search = settings.search_budget
+    click.echo(f"search budget (no limit given): {f'{search} tokens' if search else 'unlimited'}")
     if not exists:
         return
     try:

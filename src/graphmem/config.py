@@ -22,6 +22,7 @@ from graphmem.limits import Limits
 __all__ = [
     "DEFAULT_HTTP_PORT",
     "DEFAULT_RESPONSE_BUDGET",
+    "DEFAULT_SEARCH_BUDGET",
     "DEFAULT_TCP_PORT",
     "TOOLSET_NAMES",
     "NetworkSettings",
@@ -35,6 +36,10 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 # About what a client takes in one tool answer (Claude Code warns past 25,000 tokens).
 DEFAULT_RESPONSE_BUDGET = 25_000
+
+# A search without a limit is a question, not a dump: about 10,000 tokens (the size past which
+# Claude Code warns about a tool answer) holds the best few dozen entities.
+DEFAULT_SEARCH_BUDGET = 10_000
 
 # The toolsets a server can list (their members are chosen in tools/toolsets.py).
 TOOLSET_NAMES = ("official", "default", "all")
@@ -80,15 +85,15 @@ def _parse_time_limit(key: str, value: str) -> float:
     return seconds
 
 
-def _parse_budget(value: str) -> int:
+def _parse_budget(value: str, key: str = "GRAPHMEM_RESPONSE_BUDGET", default: int = DEFAULT_RESPONSE_BUDGET) -> int:
     if not value:
-        return DEFAULT_RESPONSE_BUDGET
+        return default
     try:
         budget = int(value)
     except ValueError:
-        raise ConfigError("GRAPHMEM_RESPONSE_BUDGET", value, _BUDGET_HINT) from None
+        raise ConfigError(key, value, _BUDGET_HINT) from None
     if budget < 0:
-        raise ConfigError("GRAPHMEM_RESPONSE_BUDGET", value, _BUDGET_HINT)
+        raise ConfigError(key, value, _BUDGET_HINT)
     return budget
 
 
@@ -102,6 +107,7 @@ class Settings:
         limits: per-call limits.
         response_budget: about how many tokens of text one read answer may hold before it is
             cut at an entity boundary (and says how to get the rest); 0 means unlimited.
+        search_budget: the same for a `search_nodes` call without `limit`; 0 means unlimited.
         toolset: which tools the server lists: `official`, `default` or `all`.
         tools: an exact list of tool names to list instead of a toolset.
         call_time_limit: seconds a tool call may run before it is stopped and rolled back;
@@ -112,6 +118,7 @@ class Settings:
     strict: bool = False
     limits: Limits = field(default_factory=Limits)
     response_budget: int = DEFAULT_RESPONSE_BUDGET
+    search_budget: int = DEFAULT_SEARCH_BUDGET
     toolset: str = "default"
     tools: tuple[str, ...] | None = None
     call_time_limit: float = DEFAULT_CALL_TIME_LIMIT
@@ -132,6 +139,7 @@ class Settings:
         toolset: str | None = None,
         tools: str | None = None,
         call_time_limit: float | None = None,
+        search_budget: int | None = None,
         cwd: Path | None = None,
     ) -> Settings:
         """Build settings from flags (which win) and the environment.
@@ -144,6 +152,7 @@ class Settings:
             toolset: the `--toolset` flag, if given.
             tools: the `--tools` flag (comma-separated names), if given.
             call_time_limit: the `--call-time-limit` flag, if given.
+            search_budget: the `--search-budget` flag, if given.
             cwd: the directory relative paths resolve against; the working directory when None.
         """
         env = os.environ if environ is None else environ
@@ -168,6 +177,12 @@ class Settings:
             response_budget = _parse_budget(env.get("GRAPHMEM_RESPONSE_BUDGET", "").strip())
         elif response_budget < 0:
             raise ConfigError("--response-budget", str(response_budget), _BUDGET_HINT)
+        if search_budget is None:
+            search_budget = _parse_budget(
+                env.get("GRAPHMEM_SEARCH_BUDGET", "").strip(), "GRAPHMEM_SEARCH_BUDGET", DEFAULT_SEARCH_BUDGET
+            )
+        elif search_budget < 0:
+            raise ConfigError("--search-budget", str(search_budget), _BUDGET_HINT)
         toolset_key = "--toolset" if toolset else "GRAPHMEM_TOOLSET"
         toolset = (toolset or env.get("GRAPHMEM_TOOLSET", "").strip() or "default").lower()
         if toolset not in TOOLSET_NAMES:
@@ -184,6 +199,7 @@ class Settings:
             memory_path=path,
             strict=strict,
             response_budget=response_budget,
+            search_budget=search_budget,
             toolset=toolset,
             tools=tool_names,
             call_time_limit=call_time_limit,

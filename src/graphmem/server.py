@@ -162,7 +162,7 @@ def build_server(
         try:
             graph = KnowledgeGraph(opened, strict=settings.strict, limits=settings.limits)
             state = AppState(
-                ToolContext(graph, settings.response_budget),
+                ToolContext(graph, settings.response_budget, settings.search_budget),
                 StoreAccess(opened, inline=one_client),
                 call_time_limit=settings.call_time_limit,
             )

@@ -79,6 +79,9 @@ class ToolContext:
     graph: KnowledgeGraph
     response_budget: int = 0
     """About how many tokens of text one read answer may hold; 0 means unlimited."""
+    search_budget: int | None = None
+    """The same for a search_nodes call without a limit (a question, not a dump); 0 means
+    unlimited, None the response budget."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ than its sibling.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -290,6 +291,10 @@ def _read_outlines(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
 
 
 def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
+    if args.limit is None and ctx.search_budget is not None:
+        # Asked without a limit, the answer is sized for an agent's context, not the whole budget.
+        ctx = replace(ctx, response_budget=ctx.search_budget)
+
     def rank(named_at_most: int | None) -> RankedNames:
         return ctx.graph.rank_search(
             args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, named_at_most=named_at_most

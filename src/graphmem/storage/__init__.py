@@ -40,21 +40,17 @@ def open_checked_store(settings: Settings, *, read_only: bool = False) -> Store:
             the cause and what to do, in one line.
         SchemaVersionError: a newer graphmem wrote the memory.
     """
-    location = str(settings.memory_path)
+    store: Store | None = None
     try:
         store = open_store(settings, read_only=read_only)
-    except (SchemaVersionError, MemoryOpenError):
-        raise
-    except StorageError as error:
-        raise _open_error(location, error) from error
-    try:
         with store.read():
             store.counts()
     except StorageError as error:
-        store.close()
+        if store is not None:
+            store.close()
         if isinstance(error, SchemaVersionError | MemoryOpenError):
             raise
-        raise _open_error(location, error) from error
+        raise _open_error(str(settings.memory_path), error) from error
     return store
 
 

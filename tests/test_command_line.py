@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +152,18 @@ def test_info_names_the_unreadable_lines_of_a_jsonl_memory(tmp_path: Path):
     result = _run("info", "-f", memory)
     assert result.exit_code == 1
     assert "integrity: 1 problem(s): line 2 cannot be read" in result.output
+
+
+def test_info_stats_and_export_upgrade_a_memory_written_by_an_older_graphmem_as_before(tmp_path: Path):
+    memory = tmp_path / "memory.db"
+    _memory_with_one_entity(memory)
+    with sqlite3.connect(memory) as connection:
+        current = connection.execute("PRAGMA user_version").fetchone()[0]
+        # As a graphmem one migration older left it (the last migration is safe to run again).
+        connection.execute(f"PRAGMA user_version = {current - 1}")
+    info = _run("info", "-f", memory)
+    assert info.exit_code == 0, info.output
+    assert "integrity: ok" in info.output
+    with sqlite3.connect(memory) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == current
+    assert "entities: 1" in _run("stats", "-f", memory).output

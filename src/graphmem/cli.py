@@ -19,7 +19,7 @@ import click
 
 from graphmem._version import __version__
 from graphmem.config import DEFAULT_HTTP_PORT, DEFAULT_TCP_PORT, NetworkSettings, Settings
-from graphmem.errors import GraphmemError, ImportFormatError, InvalidInputError
+from graphmem.errors import GraphmemError, ImportFormatError, InvalidInputError, SchemaVersionError
 from graphmem.graph import KnowledgeGraph
 from graphmem.storage import open_checked_store, open_store
 from graphmem.transfer import EXPORT_FORMATS, ExportFormat, ImportReport, export_graph, import_stream, write_atomically
@@ -137,26 +137,31 @@ def _settings(
         raise click.ClickException(str(error)) from error
 
 
-def _open_graph(settings: Settings, *, read_only: bool = False) -> KnowledgeGraph:
+def _open_graph(settings: Settings) -> KnowledgeGraph:
     try:
-        store = open_store(settings, read_only=read_only)
-        return KnowledgeGraph(store, strict=settings.strict, limits=settings.limits)
+        return KnowledgeGraph(open_store(settings), strict=settings.strict, limits=settings.limits)
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
 
 
 def _open_for_reading(settings: Settings) -> KnowledgeGraph:
-    """The memory opened without writing to it (so a read-only folder will do), if it exists.
+    """The memory opened and read once without writing to it (a read-only folder will do), if it exists.
 
-    A memory written by an older graphmem is opened for writing instead, which upgrades it,
-    as any command did before; where that is not allowed either, the error says why.
+    Only a schema this graphmem does not read as it stands sends it to a writable open: one
+    written by an older graphmem is upgraded there, as every command did before, and a newer
+    one is refused there in its own words.
     """
-    if settings.memory_path.exists():
-        try:
-            return _open_graph(settings, read_only=True)
-        except click.ClickException:
-            pass
-    return _open_graph(settings)
+    try:
+        if settings.memory_path.exists():
+            try:
+                store = open_checked_store(settings, read_only=True)
+            except SchemaVersionError:
+                store = open_checked_store(settings)
+        else:
+            store = open_checked_store(settings)
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    return KnowledgeGraph(store, strict=settings.strict, limits=settings.limits)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -398,11 +403,8 @@ def info(ctx: click.Context, memory_file: str | None, strict: bool | None) -> No
     click.echo(f"search budget (no limit given): {f'{search} tokens' if search else 'unlimited'}")
     if not exists:
         return
-    try:
-        # Read-only: info must work on a memory in a folder this user cannot write, and change nothing.
-        store = open_checked_store(settings, read_only=True)
-    except GraphmemError as error:
-        raise click.ClickException(str(error)) from error
+    # Read-only: info must work on a memory in a folder this user cannot write, and change nothing.
+    store = _open_for_reading(settings).store
     try:
         with store.read():
             counts = store.counts()

@@ -31,6 +31,11 @@ _EXAMPLES = {
 }
 
 
+def _advice(method: str) -> str:
+    example = _EXAMPLES.get(method)
+    return f"Send params such as {example}." if example else "See the MCP schema of this method."
+
+
 def _where(location: tuple[Any, ...]) -> str:
     path = "params"
     # The SDK validates the whole request, so its paths may start at params itself.
@@ -70,9 +75,7 @@ class ExplainedErrors:
     @staticmethod
     def _invalid_params(ctx: ServerRequestContext[Any, Any], error: ValidationError) -> str:
         problems = "params missing" if ctx.params is None else _problems(error)
-        example = _EXAMPLES.get(ctx.method)
-        advice = f" Send params such as {example}." if example else " See the MCP schema of this method."
-        return f"Invalid params for {ctx.method}: {problems}.{advice}"
+        return f"Invalid params for {ctx.method}: {problems}. {_advice(ctx.method)}"
 
     @staticmethod
     def _before_initialize(ctx: ServerRequestContext[Any, Any]) -> MCPError:
@@ -84,6 +87,4 @@ class ExplainedErrors:
 
     @staticmethod
     def _unexplained(ctx: ServerRequestContext[Any, Any]) -> str:
-        example = _EXAMPLES.get(ctx.method)
-        advice = f" Send params such as {example}." if example else " See the MCP schema of this method."
-        return f"Invalid params for {ctx.method}.{advice}"
+        return f"Invalid params for {ctx.method}. {_advice(ctx.method)}"

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from graphmem.errors import InvalidInputError
 from graphmem.graph import KnowledgeGraph
 from graphmem.models import Entity
-from graphmem.storage.entity_query import Direction, EntityQuery, Sort, instant
+from graphmem.storage.entity_query import Direction, EntityQuery, Sort, importance_of, instant, thread_of
 
-__all__ = ["NodeFilters", "QueryPage", "query_nodes"]
+# The metadata the look-ups filter on, read as the tools show it (the one reading, in storage).
+__all__ = ["NodeFilters", "QueryPage", "importance_of", "query_nodes", "thread_of"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ from pydantic import Field
 from graphmem import lookup, schemas
 from graphmem.limits import Limits
 from graphmem.models import Entity
-from graphmem.storage.entity_query import importance_of, thread_of
 from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, entity_wire
 from graphmem.tools.budget import SMALLEST_ENTITY, fit_items, most_that_fit
 from graphmem.tools.wire import ENTITY, answer, string_schema, truncated_schema
@@ -59,7 +58,7 @@ class _QueryArgs(ToolArgs):
 def _entity(entity: Entity) -> dict[str, Any]:
     """An entity as the richer tools show it, with the importance and thread it was looked up by."""
     wire = entity_wire(entity)
-    importance, thread = importance_of(entity.extra), thread_of(entity.extra)
+    importance, thread = lookup.importance_of(entity.extra), lookup.thread_of(entity.extra)
     if importance is not None:
         wire["importance"] = importance
     if thread is not None:

@@ -433,7 +433,12 @@ class SQLiteStore:
 
     def _check_schema_is_current(self) -> None:
         current = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if current != SCHEMA_VERSION:
+        if current > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{self.location} has schema version {current}, but this graphmem knows only up to "
+                f"{SCHEMA_VERSION}; upgrade graphmem to open it."
+            )
+        if current < SCHEMA_VERSION:
             raise SchemaVersionError(
                 f"{self.location} has schema version {current} and this graphmem reads {SCHEMA_VERSION}; "
                 "it cannot be upgraded without write access. Open it once where it can be written."

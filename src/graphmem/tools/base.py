@@ -23,6 +23,7 @@ from graphmem.models import Entity
 __all__ = [
     "DELETE",
     "IDEMPOTENT_WRITE",
+    "OFFICIAL_EXECUTION",
     "Omittable",
     "READ",
     "WRITE",
@@ -140,6 +141,9 @@ class ToolSpec:
     """Whether the answer depends on the arguments and the memory alone, so that while the
     memory is unchanged an earlier answer to the same arguments may be given again
     (`tools.answers`). Only for reads that record nothing."""
+    execution: types.ToolExecution | None = None
+    """Listed only where the official server lists it: `forbidden` is what a client assumes
+    when it is absent, so elsewhere it would cost bytes and say nothing."""
 
     def listing(self) -> types.Tool:
         return types.Tool(
@@ -149,9 +153,11 @@ class ToolSpec:
             input_schema=self.input_schema,
             output_schema=self.output_schema,
             annotations=self.annotations,
-            execution=types.ToolExecution(task_support="forbidden"),
+            execution=self.execution,
         )
 
+
+OFFICIAL_EXECUTION = types.ToolExecution(task_support="forbidden")
 
 WRITE = types.ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False

@@ -56,19 +56,23 @@ def dump_json(value: Any) -> str:
 
 def entity_wire(entity: Entity) -> dict[str, Any]:
     """An entity as the tools beyond the official nine show it: with its aliases and spec 002's
-    createdAt, updatedAt and version, when it has them.
+    createdAt, and its updatedAt and version once it has changed.
 
-    The official nine keep the official three keys, so their answers stay byte-identical.
+    An entity never changed would show its creation time twice and version 1: bytes every
+    reader pays for and none reads. The official nine keep the official three keys, so their
+    answers stay byte-identical.
     """
     wire = entity.to_wire()
     if entity.aliases:
         wire["aliases"] = list(entity.aliases)
     extra = entity.extra or {}
-    for key in ("createdAt", "updatedAt"):
-        if isinstance(extra.get(key), str):
-            wire[key] = extra[key]
-    version = extra.get("version")
-    if isinstance(version, int) and not isinstance(version, bool):
+    created, updated, version = extra.get("createdAt"), extra.get("updatedAt"), extra.get("version")
+    if isinstance(created, str):
+        wire["createdAt"] = created
+    changed = isinstance(version, int) and not isinstance(version, bool) and version > 1
+    if isinstance(updated, str) and (changed or updated != created):
+        wire["updatedAt"] = updated
+    if changed:
         wire["version"] = version
     return wire
 

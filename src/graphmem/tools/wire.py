@@ -104,7 +104,19 @@ NAME_IN = string_schema("Exact name or alias")
 
 
 def entity_with_records(entity: Entity) -> dict[str, Any]:
-    """An entity with its current observations also as records: ids, versions, metadata."""
+    """An entity with its current observations also as records: ids, versions, metadata.
+
+    A record leaves out version 1 and a creation time its entity already shows, so that an
+    observation never corrected costs little more than its id.
+    """
     wire = entity_wire(entity)
-    wire["observationRecords"] = [record.to_wire() for record in records_of(entity)]
+    records = []
+    for record in records_of(entity):
+        item = record.to_wire()
+        if item.get("version") == 1:
+            del item["version"]
+        if "createdAt" in item and item["createdAt"] == wire.get("createdAt"):
+            del item["createdAt"]
+        records.append(item)
+    wire["observationRecords"] = records
     return wire

@@ -102,7 +102,7 @@ async def test_entities_show_their_importance_thread_and_times(client):
         "observations": ["Writes code"],
         "createdAt": "2026-01-01T00:00:00.000Z",
         "updatedAt": "2026-03-01T00:00:00.000Z",
-        "version": 1,
+        # version 1 is left out: it says nothing an agent reads.
         "importance": 0.9,
         "threadId": "t1",
     }

@@ -16,16 +16,16 @@ __all__ = [
     "DRAFT",
     "DELETE_RESULT",
     "ENTITY",
-    "ENTITY_WITH_ALIASES",
-    "OBSERVATION_RECORD",
     "GRAPH_RESULT",
     "READ_GRAPH_INPUT",
     "READ_GRAPH_RESULT",
     "RELATION",
     "TRUNCATED",
     "closed",
+    "arguments",
     "input_schema",
     "output_schema",
+    "shape",
 ]
 
 _LIMITS = Limits()
@@ -58,56 +58,43 @@ RELATION: dict[str, Any] = {
 }
 
 
-# An observation as a record (spec 003) with spec 001's versioning.
-OBSERVATION_RECORD: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string"},
-        "content": {"type": "string"},
-        "version": {"type": "integer"},
-        "createdAt": {"type": "string"},
-        "threadId": {"type": "string"},
-        "confidence": {"type": "number"},
-        "importance": {"type": "number"},
-        "supersedes": {"type": "string", "description": "The id of the observation this one corrected"},
-        "supersededBy": {"type": "string", "description": "The id of the observation that corrected this one"},
-        "status": {"type": "string", "description": "From an [S:Status] prefix: Active, Resolved, Archived, ..."},
-        "timestamp": {"type": "string", "description": "From a [2025-04-08T10:00:00Z] prefix"},
-    },
-    "required": ["id", "content", "version"],
-    "additionalProperties": False,
-}
-
-# An entity as the richer tools show it: the official keys, and its aliases when it has some.
-ENTITY_WITH_ALIASES: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        **ENTITY["properties"],
-        "aliases": {"type": "array", "items": {"type": "string"}, "description": "Other names of the entity"},
-        "createdAt": {"type": "string"},
-        "updatedAt": {"type": "string"},
-        "version": {"type": "integer"},
-        "observationRecords": {
-            "type": "array",
-            "description": "The current observations with their ids and metadata (spec 003)",
-            "items": OBSERVATION_RECORD,
-        },
-    },
-    "required": ["name", "entityType", "observations"],
-    "additionalProperties": False,
-}
-
-
 def closed(schema: dict[str, Any]) -> dict[str, Any]:
     """The same object schema with `additionalProperties:false`, as output schemas are."""
     return {**schema, "additionalProperties": False}
 
 
 def input_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"$schema": DRAFT, "type": "object", "properties": properties}
+    """An official tool's input schema, stamped with draft-07 as the official server's are."""
+    return {"$schema": DRAFT, **arguments(properties, required)}
+
+
+def arguments(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    """The input schema of a tool beyond the official nine.
+
+    No `$schema` stamp: MCP reads a schema without one as JSON Schema 2020-12, which means the
+    same for every keyword used here, and the stamp costs 42 bytes of every listing.
+    """
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
     return schema
+
+
+def shape(required: dict[str, str], optional: dict[str, str] | None = None) -> dict[str, Any]:
+    """The output schema of a tool beyond the official nine: its top-level keys and their JSON types.
+
+    The model pays for every byte of a listing on every call, and reads the answer, not its
+    schema; the full nested schemas cost 15 KB of the default listing, more than the nine
+    official tools together. This is what a client that checks or types structured results
+    needs: which keys come, which always do, and of what kind (the description says the rest).
+    """
+    every = {**required, **(optional or {})}
+    return {
+        "type": "object",
+        "properties": {name: {"type": kind} for name, kind in every.items()},
+        "required": list(required),
+        "additionalProperties": False,
+    }
 
 
 def output_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -130,17 +117,14 @@ GRAPH_RESULT = output_schema(
 
 DELETE_RESULT = output_schema({"success": {"type": "boolean"}, "message": {"type": "string"}}, ["success", "message"])
 
+# The answer's text note says the same in words, so the schema carries no descriptions.
 TRUNCATED: dict[str, Any] = {
     "type": "object",
-    "description": "Present when the answer was cut to the response budget: how many entities were left out "
-    "and the offset to continue from.",
     "properties": {
         "omittedEntities": {"type": "integer"},
         "nextOffset": {"type": "integer"},
-        "atLeast": {
-            "type": "boolean",
-            "description": "true when more entities match than were counted: omittedEntities is a lower bound",
-        },
+        # true when more entities match than were counted: omittedEntities is then a lower bound.
+        "atLeast": {"type": "boolean"},
     },
     "required": ["omittedEntities", "nextOffset"],
     "additionalProperties": False,
@@ -152,28 +136,15 @@ BOUNDED_GRAPH_RESULT = {
     "properties": {**GRAPH_RESULT["properties"], "truncated": TRUNCATED},
 }
 
-_OUTLINE_BASE = {"name": {"type": "string"}, "entityType": {"type": "string"}}
-
 READ_GRAPH_INPUT = input_schema(
     {
-        "entityType": {"type": "string", "description": "Only entities of exactly this type"},
-        "offset": {
-            "type": "integer",
-            "minimum": 0,
-            "maximum": _LIMITS.max_offset,
-            "description": "How many entities to skip (default 0)",
-        },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": _LIMITS.max_offset,
-            "description": "How many entities to return at most",
-        },
+        "entityType": {"type": "string"},
+        "offset": {"type": "integer", "minimum": 0, "maximum": _LIMITS.max_offset},
+        "limit": {"type": "integer", "minimum": 1, "maximum": _LIMITS.max_offset},
         "mode": {
             "type": "string",
             "enum": ["full", "names", "summary"],
-            "description": "full: entities with observations and relations (default); names: names and types "
-            "only; summary: names, types and how many observations and relations each has",
+            "description": "names: names and types only; summary: also how many observations and relations",
         },
     },
     [],
@@ -185,21 +156,10 @@ READ_GRAPH_RESULT = output_schema(
     {
         "entities": GRAPH_RESULT["properties"]["entities"],
         "relations": GRAPH_RESULT["properties"]["relations"],
-        "names": {"type": "array", "items": closed({"type": "object", "properties": _OUTLINE_BASE})},
-        "summary": {
-            "type": "array",
-            "items": closed(
-                {
-                    "type": "object",
-                    "properties": {
-                        **_OUTLINE_BASE,
-                        "observationCount": {"type": "integer"},
-                        "relationCount": {"type": "integer"},
-                    },
-                }
-            ),
-        },
-        "totalEntities": {"type": "integer", "description": "How many entities match, across all pages"},
+        # graphmem's own modes: their items are plain (name, type, counts), shown in the answer.
+        "names": {"type": "array"},
+        "summary": {"type": "array"},
+        "totalEntities": {"type": "integer"},
         "truncated": TRUNCATED,
     },
     [],

@@ -23,6 +23,7 @@ from graphmem.models import Entity
 __all__ = [
     "DELETE",
     "IDEMPOTENT_WRITE",
+    "OFFICIAL_EXECUTION",
     "Omittable",
     "READ",
     "WRITE",
@@ -55,19 +56,23 @@ def dump_json(value: Any) -> str:
 
 def entity_wire(entity: Entity) -> dict[str, Any]:
     """An entity as the tools beyond the official nine show it: with its aliases and spec 002's
-    createdAt, updatedAt and version, when it has them.
+    createdAt, and its updatedAt and version once it has changed.
 
-    The official nine keep the official three keys, so their answers stay byte-identical.
+    An entity never changed would show its creation time twice and version 1: bytes every
+    reader pays for and none reads. The official nine keep the official three keys, so their
+    answers stay byte-identical.
     """
     wire = entity.to_wire()
     if entity.aliases:
         wire["aliases"] = list(entity.aliases)
     extra = entity.extra or {}
-    for key in ("createdAt", "updatedAt"):
-        if isinstance(extra.get(key), str):
-            wire[key] = extra[key]
-    version = extra.get("version")
-    if isinstance(version, int) and not isinstance(version, bool):
+    created, updated, version = extra.get("createdAt"), extra.get("updatedAt"), extra.get("version")
+    if isinstance(created, str):
+        wire["createdAt"] = created
+    changed = isinstance(version, int) and not isinstance(version, bool) and version > 1
+    if isinstance(updated, str) and (changed or updated != created):
+        wire["updatedAt"] = updated
+    if changed:
         wire["version"] = version
     return wire
 
@@ -140,6 +145,9 @@ class ToolSpec:
     """Whether the answer depends on the arguments and the memory alone, so that while the
     memory is unchanged an earlier answer to the same arguments may be given again
     (`tools.answers`). Only for reads that record nothing."""
+    execution: types.ToolExecution | None = None
+    """Listed only where the official server lists it: `forbidden` is what a client assumes
+    when it is absent, so elsewhere it would cost bytes and say nothing."""
 
     def listing(self) -> types.Tool:
         return types.Tool(
@@ -149,9 +157,11 @@ class ToolSpec:
             input_schema=self.input_schema,
             output_schema=self.output_schema,
             annotations=self.annotations,
-            execution=types.ToolExecution(task_support="forbidden"),
+            execution=self.execution,
         )
 
+
+OFFICIAL_EXECUTION = types.ToolExecution(task_support="forbidden")
 
 WRITE = types.ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False

@@ -43,31 +43,14 @@ CONTEXT_TOOLS: tuple[ToolSpec, ...] = (
         name="get_context_info",
         title="Get Context Info",
         description=(
-            "Get what the memory knows around some entities: the named entities, the entities directly "
-            "related to them, every relation among these, and each entity's observations ordered for "
-            "reading (facts marked [S:Active] first, then the newest [timestamped] history, then the rest; "
-            "[S:Archived] facts left out). Use it at the start of a task about things you can name, instead "
-            "of open_nodes plus one call per neighbour; use search_nodes when you do not know the names."
+            "Get named entities, the entities related to them and the relations among these, current facts "
+            "first. At the start of a task about things you can name; search_nodes when you cannot."
         ),
-        input_schema=schemas.input_schema(
-            {
-                "entityNames": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": 1,
-                    "description": "The names of the entities to get context for",
-                }
-            },
-            ["entityNames"],
+        input_schema=schemas.arguments(
+            {"entityNames": {"type": "array", "items": {"type": "string"}, "minItems": 1}}, ["entityNames"]
         ),
-        output_schema=schemas.output_schema(
-            {
-                "entities": {"type": "array", "items": schemas.ENTITY_WITH_ALIASES},
-                "relations": {"type": "array", "items": schemas.closed(schemas.RELATION)},
-                "notFound": {"type": "array", "items": {"type": "string"}},
-                "truncated": schemas.TRUNCATED,
-            },
-            ["entities", "relations", "notFound"],
+        output_schema=schemas.shape(
+            {"entities": "array", "relations": "array", "notFound": "array"}, {"truncated": "object"}
         ),
         annotations=READ,
         arguments=_ContextArgs,

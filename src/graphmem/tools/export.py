@@ -68,29 +68,13 @@ EXPORT_TOOLS: tuple[ToolSpec, ...] = (
         name="export_graph",
         title="Export Graph",
         description=(
-            "Export the knowledge graph as one text: json (entities and relations), mermaid (a flowchart), "
-            "dot (Graphviz) or graphml. Use it to show the memory as a diagram or hand it to another tool; "
-            "to read the memory yourself use read_graph, which pages."
+            "Export the graph as one text: json, mermaid, dot (Graphviz) or graphml. To draw the memory or hand "
+            "it to another tool; read_graph is for reading it."
         ),
-        input_schema=schemas.input_schema(
-            {
-                "format": {
-                    "type": "string",
-                    "enum": list(_WRITERS),
-                    "description": "The output format (default json)",
-                }
-            },
-            [],
-        ),
-        output_schema=schemas.output_schema(
-            {
-                "format": {"type": "string", "enum": list(_WRITERS)},
-                "content": {"type": "string", "description": "The exported text"},
-                "entities": {"type": "integer", "description": "How many entities the text holds"},
-                "relations": {"type": "integer", "description": "How many relations the text holds"},
-                "truncated": schemas.TRUNCATED,
-            },
-            ["format", "content", "entities", "relations"],
+        input_schema=schemas.arguments({"format": {"type": "string", "enum": list(_WRITERS), "default": "json"}}),
+        output_schema=schemas.shape(
+            {"format": "string", "content": "string", "entities": "integer", "relations": "integer"},
+            {"truncated": "object"},
         ),
         annotations=READ,
         arguments=_ExportArgs,

@@ -183,33 +183,18 @@ def compact(ctx: ToolContext, args: _NoArgs) -> ToolOutput:
 
 _STRING = {"type": "string"}
 _STRINGS = {"type": "array", "items": _STRING}
-_NAME_IN = {"type": "string", "description": "The entity's exact name (case-sensitive) or one of its aliases"}
-
-_ENTITY_HEAD = schemas.closed(
-    {
-        "type": "object",
-        "properties": {
-            "name": _STRING,
-            "entityType": _STRING,
-            "aliases": _STRINGS,
-            "createdAt": _STRING,
-            "updatedAt": _STRING,
-            "version": {"type": "integer"},
-        },
-        "required": ["name", "entityType"],
-    }
-)
+_NAME_IN = {"type": "string", "description": "Exact name or alias"}
+_UPDATED = schemas.shape({"updated": "array"})
 
 MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="update_entities",
         title="Update Entities",
         description=(
-            "Change existing entities: their type (entityType), their aliases (the full new list), or their name "
-            "(newName; every relation follows, and the old name stays as an alias). Observations are not "
-            "touched: use add_observations and delete_observations. All or nothing; each entity's version goes up."
+            "Change entities' type, aliases (the full new list) or name (newName; relations follow, the old name "
+            "stays an alias), all or nothing. For corrections; observations change with add_ and delete_observations."
         ),
-        input_schema=schemas.input_schema(
+        input_schema=schemas.arguments(
             {
                 "entities": {
                     "type": "array",
@@ -218,9 +203,9 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
                         "type": "object",
                         "properties": {
                             "name": _NAME_IN,
-                            "entityType": {"type": "string", "description": "The new type"},
-                            "aliases": {**_STRINGS, "description": "The entity's aliases from now on"},
-                            "newName": {"type": "string", "minLength": 1, "description": "Rename the entity to this"},
+                            "entityType": _STRING,
+                            "aliases": _STRINGS,
+                            "newName": {"type": "string", "minLength": 1},
                         },
                         "required": ["name"],
                     },
@@ -228,7 +213,7 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
             },
             ["entities"],
         ),
-        output_schema=schemas.output_schema({"updated": {"type": "array", "items": _ENTITY_HEAD}}, ["updated"]),
+        output_schema=_UPDATED,
         annotations=IDEMPOTENT_WRITE,
         arguments=_UpdateEntitiesArgs,
         run=update_entities,
@@ -237,11 +222,10 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
         name="update_relations",
         title="Update Relations",
         description=(
-            "Correct existing relations, found by their exact from, to and relationType: give newFrom, newTo "
-            "and/or newRelationType to change them, or nothing new to mark them confirmed. All or nothing; each "
-            "relation's version goes up. Use it instead of deleting and re-creating a relation."
+            "Correct relations found by exact from, to and relationType to newFrom, newTo and/or newRelationType "
+            "(none: mark them confirmed), all or nothing. Instead of deleting and re-creating a relation."
         ),
-        input_schema=schemas.input_schema(
+        input_schema=schemas.arguments(
             {
                 "relations": {
                     "type": "array",
@@ -249,10 +233,12 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
                     "items": {
                         "type": "object",
                         "properties": {
-                            **schemas.RELATION["properties"],
-                            "newFrom": {"type": "string", "description": "The new source entity"},
-                            "newTo": {"type": "string", "description": "The new target entity"},
-                            "newRelationType": {"type": "string", "description": "The new relation type"},
+                            "from": _STRING,
+                            "to": _STRING,
+                            "relationType": _STRING,
+                            "newFrom": _STRING,
+                            "newTo": _STRING,
+                            "newRelationType": _STRING,
                         },
                         "required": ["from", "to", "relationType"],
                     },
@@ -260,21 +246,7 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
             },
             ["relations"],
         ),
-        output_schema=schemas.output_schema(
-            {
-                "updated": {
-                    "type": "array",
-                    "items": schemas.closed(
-                        {
-                            "type": "object",
-                            "properties": {**schemas.RELATION["properties"], "version": {"type": "integer"}},
-                            "required": ["from", "to", "relationType", "version"],
-                        }
-                    ),
-                }
-            },
-            ["updated"],
-        ),
+        output_schema=_UPDATED,
         annotations=WRITE,
         arguments=_UpdateRelationsArgs,
         run=update_relations,
@@ -283,34 +255,24 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
         name="upsert_entities",
         title="Upsert Entities",
         description=(
-            "Create entities that are new and add the missing observations to those that exist (found by name "
-            "or alias; their type is kept). Use it to re-assert facts safely when you are not sure an entity "
-            "exists: nothing accumulated is overwritten and no observation is stored twice."
+            "Create the entities that are new and add the missing observations to those that exist (by name or "
+            "alias). To re-assert facts safely when unsure an entity exists."
         ),
-        input_schema=schemas.input_schema(
-            # observations may be left out: an upsert of a name and type alone is a fair request.
-            {"entities": {"type": "array", "items": {**schemas.ENTITY, "required": ["name", "entityType"]}}},
-            ["entities"],
-        ),
-        output_schema=schemas.output_schema(
+        input_schema=schemas.arguments(
             {
-                "results": {
+                "entities": {
                     "type": "array",
-                    "items": schemas.closed(
-                        {
-                            "type": "object",
-                            "properties": {
-                                "name": _STRING,
-                                "created": {"type": "boolean"},
-                                "addedObservations": _STRINGS,
-                            },
-                            "required": ["name", "created", "addedObservations"],
-                        }
-                    ),
+                    "items": {
+                        "type": "object",
+                        "properties": {"name": _STRING, "entityType": _STRING, "observations": _STRINGS},
+                        # observations may be left out: an upsert of a name and type alone is a fair request.
+                        "required": ["name", "entityType"],
+                    },
                 }
             },
-            ["results"],
+            ["entities"],
         ),
+        output_schema=schemas.shape({"results": "array"}),
         annotations=IDEMPOTENT_WRITE,
         arguments=_UpsertArgs,
         run=upsert_entities,
@@ -319,37 +281,20 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
         name="merge_entities",
         title="Merge Entities",
         description=(
-            "Merge a duplicate entity (source) into another (target): the source's observations are added to the "
-            "target without repeats, its relations are redirected to the target (dropping any that would become a "
-            "loop or a repeat), its name and aliases become aliases of the target, and the source is deleted. All "
-            "or nothing. Use it when the memory holds one thing under two names."
+            "Merge a duplicate (source) into target: observations and relations move over, the source's names "
+            "become aliases, and the source is deleted. When memory holds one thing under two names."
         ),
-        input_schema=schemas.input_schema(
+        input_schema=schemas.arguments({"source": _NAME_IN, "target": _NAME_IN}, ["source", "target"]),
+        output_schema=schemas.shape(
             {
-                "source": {"type": "string", "description": "The duplicate to fold in and delete (name or alias)"},
-                "target": {"type": "string", "description": "The entity to keep (name or alias)"},
-            },
-            ["source", "target"],
-        ),
-        output_schema=schemas.output_schema(
-            {
-                "source": _STRING,
-                "target": _STRING,
-                "movedObservations": {"type": "integer"},
-                "addedObservations": {"type": "integer"},
-                "redirectedRelations": {"type": "integer"},
-                "droppedRelations": {"type": "integer"},
-                "entity": schemas.ENTITY_WITH_ALIASES,
-            },
-            [
-                "source",
-                "target",
-                "movedObservations",
-                "addedObservations",
-                "redirectedRelations",
-                "droppedRelations",
-                "entity",
-            ],
+                "source": "string",
+                "target": "string",
+                "movedObservations": "integer",
+                "addedObservations": "integer",
+                "redirectedRelations": "integer",
+                "droppedRelations": "integer",
+                "entity": "object",
+            }
         ),
         annotations=types.ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
@@ -361,19 +306,12 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
         name="compact",
         title="Compact Memory",
         description=(
-            "Give back the disk space that deleted entities and observations still take, and report the size "
-            "before and after. Nothing in the memory changes. Use it after deleting a lot; it is never needed "
-            "for correctness."
+            "Give back the disk space deleted data still takes, reporting the size before and after; nothing "
+            "in memory changes. After deleting a lot."
         ),
-        input_schema=schemas.input_schema({}, []),
-        output_schema=schemas.output_schema(
-            {
-                "bytesBefore": {"type": "integer"},
-                "bytesAfter": {"type": "integer"},
-                "entities": {"type": "integer"},
-                "relations": {"type": "integer"},
-            },
-            ["bytesBefore", "bytesAfter", "entities", "relations"],
+        input_schema=schemas.arguments({}),
+        output_schema=schemas.shape(
+            {"bytesBefore": "integer", "bytesAfter": "integer", "entities": "integer", "relations": "integer"}
         ),
         annotations=IDEMPOTENT_WRITE,
         arguments=_NoArgs,

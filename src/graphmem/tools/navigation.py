@@ -11,18 +11,16 @@ from graphmem.limits import Limits
 from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec
 from graphmem.tools.budget import fit_items, most_that_fit
 from graphmem.tools.wire import (
-    ENTITY,
+    ENTITY_EXTRAS,
+    ENTITY_KEYS,
     NAME_IN,
     NAMES,
-    RELATION,
     SMALLEST_RELATION,
     answer,
     cut_list,
     entity_with_records,
     integer_schema,
     room_after,
-    string_schema,
-    truncated_schema,
 )
 
 __all__ = ["NAVIGATION_TOOLS"]
@@ -205,34 +203,18 @@ def get_observation_history(ctx: ToolContext, args: _HistoryArgs) -> ToolOutput:
     return answer(structured, [])
 
 
-_TYPE_COUNTS = schemas.output_schema(
-    {
-        "types": {
-            "type": "array",
-            "items": schemas.closed(
-                {
-                    "type": "object",
-                    "properties": {"type": {"type": "string"}, "count": {"type": "integer"}},
-                    "required": ["type", "count"],
-                }
-            ),
-        },
-        "totalTypes": {"type": "integer"},
-    },
-    ["types", "totalTypes"],
-)
+_TYPE_COUNTS = schemas.shape({"types": "array", "totalTypes": "integer"})
 
 NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_entity",
         title="Get Entity",
         description=(
-            "Get one entity (type, observations, aliases) by its exact name or an alias, without its relations. "
-            "Use it to check what the memory holds about one thing you can name; use describe_entity to see its "
-            "relations too, and search_nodes when you do not know the name."
+            "Get one entity by name or alias, with its observations' ids and versions but no relations. "
+            "To check what memory holds about one thing, or find an observation's id."
         ),
-        input_schema=schemas.input_schema({"name": NAME_IN}, ["name"]),
-        output_schema={**ENTITY, "$schema": schemas.DRAFT},
+        input_schema=schemas.arguments({"name": NAME_IN}, ["name"]),
+        output_schema=schemas.shape({**ENTITY_KEYS, "observationRecords": "array"}, ENTITY_EXTRAS),
         annotations=READ,
         arguments=_NameArgs,
         run=get_entity,
@@ -240,20 +222,9 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="batch_get_entities",
         title="Get Several Entities",
-        description=(
-            "Get several entities by exact name or alias in one call, in the order asked, with null for a name "
-            "that is not in memory. Use it instead of calling get_entity once per name."
-        ),
-        input_schema=schemas.input_schema(
-            {"names": {**NAMES, "description": "The names (or aliases) of the entities to get"}}, ["names"]
-        ),
-        output_schema=schemas.output_schema(
-            {
-                "entities": {"type": "array", "items": {"anyOf": [ENTITY, {"type": "null"}]}},
-                "truncated": truncated_schema(omittedEntities="names not answered", nextOffset="where to continue"),
-            },
-            ["entities"],
-        ),
+        description="Get several entities by name or alias, in order, null for a name not in memory.",
+        input_schema=schemas.arguments({"names": NAMES}, ["names"]),
+        output_schema=schemas.shape({"entities": "array"}, {"truncated": "object"}),
         annotations=READ,
         arguments=_NamesArgs,
         run=batch_get_entities,
@@ -262,42 +233,26 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
         name="describe_entity",
         title="Describe Entity",
         description=(
-            "Get one entity with every relation touching it (each marked outgoing, incoming or self), the names "
-            "of its neighbours and its degree. Use it to see how one thing fits in the memory; for a hub with "
-            "many relations, page them with offset and limit. Use get_neighbors to go further than one hop."
+            "Get one entity with every relation touching it and its neighbours' names. To see how one thing "
+            "fits in; page a hub's relations with offset and limit."
         ),
-        input_schema=schemas.input_schema(
+        input_schema=schemas.arguments(
             {
                 "name": NAME_IN,
-                "offset": integer_schema("How many of its relations to skip (default 0)", 0, _LIMITS.max_offset),
-                "limit": integer_schema("How many of its relations to show at most", 1, _LIMITS.max_offset),
+                "offset": integer_schema("", 0, _LIMITS.max_offset),
+                "limit": integer_schema("", 1, _LIMITS.max_offset),
             },
             ["name"],
         ),
-        output_schema=schemas.output_schema(
+        output_schema=schemas.shape(
             {
-                "entity": ENTITY,
-                "relations": {
-                    "type": "array",
-                    "items": schemas.closed(
-                        {
-                            "type": "object",
-                            "properties": {
-                                **schemas.RELATION["properties"],
-                                "direction": {"type": "string", "enum": ["outgoing", "incoming", "self"]},
-                            },
-                            "required": ["from", "to", "relationType", "direction"],
-                        }
-                    ),
-                },
-                "neighbors": {"type": "array", "items": {"type": "string"}},
-                "degree": {"type": "integer", "description": "How many relations touch the entity"},
-                "neighborCount": {"type": "integer", "description": "How many distinct names it is related to"},
-                "truncated": truncated_schema(
-                    omittedRelations="relations not shown", nextOffset="the offset to ask next"
-                ),
+                "entity": "object",
+                "relations": "array",
+                "neighbors": "array",
+                "degree": "integer",
+                "neighborCount": "integer",
             },
-            ["entity", "relations", "neighbors", "degree", "neighborCount"],
+            {"truncated": "object"},
         ),
         annotations=READ,
         arguments=_DescribeArgs,
@@ -306,12 +261,8 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_entity_types",
         title="List Entity Types",
-        description=(
-            "List the entity types in memory with how many entities have each, most common first. Use it before "
-            "creating entities, to reuse an existing type instead of inventing a near-duplicate, or to learn what "
-            "a memory holds; then read_graph with entityType lists one type."
-        ),
-        input_schema=schemas.input_schema({}, []),
+        description="List entity types with counts, most common first. Before creating entities, to reuse a type.",
+        input_schema=schemas.arguments({}),
         output_schema=_TYPE_COUNTS,
         annotations=READ,
         arguments=_NoArgs,
@@ -320,12 +271,8 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_relation_types",
         title="List Relation Types",
-        description=(
-            "List the relation types in memory with how many relations have each, most common first. Use it "
-            "before creating relations, to reuse an existing type (works_at, not worksAt and employed_by too); "
-            "then search_relations with relationType lists one type."
-        ),
-        input_schema=schemas.input_schema({}, []),
+        description="List relation types with counts, most common first. Before creating relations, to reuse a type.",
+        input_schema=schemas.arguments({}),
         output_schema=_TYPE_COUNTS,
         annotations=READ,
         arguments=_NoArgs,
@@ -334,20 +281,16 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="graph_stats",
         title="Graph Statistics",
-        description=(
-            "Count what the memory holds: entities, relations, observations, entity types and relation types. "
-            "Use it to judge how big the memory is before reading it whole."
-        ),
-        input_schema=schemas.input_schema({}, []),
-        output_schema=schemas.output_schema(
+        description="Count entities, relations, observations and types. To judge a memory's size before reading it.",
+        input_schema=schemas.arguments({}),
+        output_schema=schemas.shape(
             {
-                "entities": {"type": "integer"},
-                "relations": {"type": "integer"},
-                "totalObservations": {"type": "integer"},
-                "entityTypes": {"type": "integer"},
-                "relationTypes": {"type": "integer"},
-            },
-            ["entities", "relations", "totalObservations", "entityTypes", "relationTypes"],
+                "entities": "integer",
+                "relations": "integer",
+                "totalObservations": "integer",
+                "entityTypes": "integer",
+                "relationTypes": "integer",
+            }
         ),
         annotations=READ,
         arguments=_NoArgs,
@@ -357,30 +300,19 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
         name="search_relations",
         title="Search Relations",
         description=(
-            "Find relations by their source (from), target (to) and/or type (relationType); a field left out "
-            "or empty matches anything. Use it for questions like 'who works at Acme' "
-            "(to: Acme, relationType: works_at). Endpoints may be given by alias. Paged with offset and limit."
+            "Find relations by from, to and/or relationType (names or aliases; one left out matches any). "
+            "For questions like who works at Acme (to: Acme, relationType: works_at)."
         ),
-        input_schema=schemas.input_schema(
+        input_schema=schemas.arguments(
             {
-                "from": string_schema("The exact name (or alias) of the entity the relations start from"),
-                "to": string_schema("The exact name (or alias) of the entity the relations end at"),
-                "relationType": string_schema("The exact relation type"),
-                "offset": integer_schema("How many matching relations to skip (default 0)", 0, _LIMITS.max_offset),
-                "limit": integer_schema("How many relations to return at most", 1, _LIMITS.max_page_size),
-            },
-            [],
+                "from": {"type": "string"},
+                "to": {"type": "string"},
+                "relationType": {"type": "string"},
+                "offset": integer_schema("", 0, _LIMITS.max_offset),
+                "limit": integer_schema("", 1, _LIMITS.max_page_size),
+            }
         ),
-        output_schema=schemas.output_schema(
-            {
-                "relations": {"type": "array", "items": RELATION},
-                "total": {"type": "integer", "description": "How many relations match, across all pages"},
-                "truncated": truncated_schema(
-                    omittedRelations="matches not shown", nextOffset="the offset to ask next"
-                ),
-            },
-            ["relations", "total"],
-        ),
+        output_schema=schemas.shape({"relations": "array", "total": "integer"}, {"truncated": "object"}),
         annotations=READ,
         arguments=_SearchRelationsArgs,
         run=search_relations,
@@ -389,26 +321,13 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
         name="get_observation_history",
         title="Get Observation History",
         description=(
-            "Get every version of one fact of an entity, oldest first: the observations it corrected, itself, and "
-            "those that corrected it (add_observations with supersedes). Use it to see how a fact changed over "
-            "time, e.g. 'Uses python-docx 1.1.0' then 'Uses python-docx 1.2.0'; the read tools show only the "
-            "current version. get_entity lists the observation ids."
+            "Get every version of one observation, oldest first (corrections made with add_observations "
+            "supersedes). To see how a fact changed; get_entity lists observation ids."
         ),
-        input_schema=schemas.input_schema(
-            {
-                "entityName": NAME_IN,
-                "observationId": string_schema("The id of any version of the observation, e.g. obs_3"),
-            },
-            ["entityName", "observationId"],
+        input_schema=schemas.arguments(
+            {"entityName": NAME_IN, "observationId": {"type": "string"}}, ["entityName", "observationId"]
         ),
-        output_schema=schemas.output_schema(
-            {
-                "entityName": {"type": "string"},
-                "history": {"type": "array", "items": schemas.OBSERVATION_RECORD},
-                "currentId": {"type": "string", "description": "The version shown today; absent when archived"},
-            },
-            ["entityName", "history"],
-        ),
+        output_schema=schemas.shape({"entityName": "string", "history": "array"}, {"currentId": "string"}),
         annotations=READ,
         arguments=_HistoryArgs,
         run=get_observation_history,

@@ -12,13 +12,14 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from graphmem import schemas, search
+from graphmem import schemas
 from graphmem.graph import RankedNames
 from graphmem.limits import Limits
 from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
 from graphmem.search import RANKED_AT_MOST
 from graphmem.tools.base import (
     DELETE,
+    OFFICIAL_EXECUTION,
     READ,
     WRITE,
     Omittable,
@@ -374,9 +375,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         title="Create Entities",
         description=(
             "Create multiple new entities in the knowledge graph. "
-            "Use it for people, places, projects or things not yet in memory; an entity whose name "
-            "already exists (or repeats an earlier one in the same call) is skipped and listed in "
-            "`skipped`, so use add_observations to add facts to an existing entity."
+            "For things not yet in memory; a name that exists is skipped: use add_observations for it."
         ),
         input_schema=schemas.input_schema({"entities": {"type": "array", "items": schemas.ENTITY}}, ["entities"]),
         output_schema=schemas.output_schema(
@@ -389,14 +388,14 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=WRITE,
         arguments=_CreateEntitiesArgs,
         run=create_entities,
+        execution=OFFICIAL_EXECUTION,
     ),
     ToolSpec(
         name="create_relations",
         title="Create Relations",
         description=(
             "Create multiple new relations between entities in the knowledge graph. Relations should "
-            "be in active voice. Use it to connect entities that exist (create them first with "
-            "create_entities); a relation that already exists is not duplicated."
+            "be in active voice. Create both entities first."
         ),
         input_schema=schemas.input_schema({"relations": {"type": "array", "items": schemas.RELATION}}, ["relations"]),
         output_schema=schemas.output_schema(
@@ -405,16 +404,14 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=WRITE,
         arguments=_RelationsArgs,
         run=create_relations,
+        execution=OFFICIAL_EXECUTION,
     ),
     ToolSpec(
         name="add_observations",
         title="Add Observations",
         description=(
             "Add new observations to existing entities in the knowledge graph. "
-            "Use it to record new facts about an entity that is already in memory (use "
-            "create_entities for a new one); observations the entity already has are not repeated, "
-            "and if any entity is missing the whole call fails and nothing is saved. To correct a fact, "
-            "give the id of the observation it replaces in supersedes: the old one is kept in the history."
+            "For new facts about entities in memory; to correct a fact, give the replaced one's id in supersedes."
         ),
         input_schema=schemas.input_schema(
             {
@@ -434,9 +431,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
                             "supersedes": {
                                 "type": "array",
                                 "items": {"type": ["string", "null"]},
-                                "description": "Optional, one per content in order: the id of the current "
-                                "observation it corrects (null for a new fact). The old one stays in the history "
-                                "(get_observation_history) and stops being shown.",
+                                "description": "One per content: the id of the observation it corrects, or null",
                             },
                         },
                         "required": ["entityName", "contents"],
@@ -463,14 +458,14 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=WRITE,
         arguments=_AddObservationsArgs,
         run=add_observations,
+        execution=OFFICIAL_EXECUTION,
     ),
     ToolSpec(
         name="delete_entities",
         title="Delete Entities",
         description=(
             "Delete multiple entities and their associated relations from the knowledge graph. "
-            "Use it to forget whole entities; to remove single facts use delete_observations, and to "
-            "remove a link use delete_relations. The message says which names were not found."
+            "To forget whole entities; delete_observations removes single facts."
         ),
         input_schema=schemas.input_schema(
             {"entityNames": {**_NAMES, "description": "An array of entity names to delete"}}, ["entityNames"]
@@ -479,14 +474,14 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=DELETE,
         arguments=_DeleteEntitiesArgs,
         run=delete_entities,
+        execution=OFFICIAL_EXECUTION,
     ),
     ToolSpec(
         name="delete_observations",
         title="Delete Observations",
         description=(
             "Delete specific observations from entities in the knowledge graph. "
-            "Use it to remove facts that are wrong or outdated while keeping the entity (use "
-            "delete_entities to remove the entity itself); texts must match exactly."
+            "For wrong or outdated facts; texts must match exactly."
         ),
         input_schema=schemas.input_schema(
             {
@@ -511,14 +506,14 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=DELETE,
         arguments=_DeleteObservationsArgs,
         run=delete_observations,
+        execution=OFFICIAL_EXECUTION,
     ),
     ToolSpec(
         name="delete_relations",
         title="Delete Relations",
         description=(
             "Delete multiple relations from the knowledge graph. "
-            "Use it to remove links between entities while keeping the entities (delete_entities "
-            "removes an entity with all its relations); from, to and relationType must match exactly."
+            "For wrong links; from, to and relationType must match exactly."
         ),
         input_schema=schemas.input_schema(
             {
@@ -534,21 +529,22 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=DELETE,
         arguments=_RelationsArgs,
         run=delete_relations,
+        execution=OFFICIAL_EXECUTION,
     ),
     ToolSpec(
         name="read_graph",
         title="Read Graph",
         description=(
             "Read the entire knowledge graph. "
-            "Use it to review the memory, a page at a time on a large one (offset, limit, entityType; "
-            'mode "names" or "summary" for an overview); to find something use search_nodes, and to '
-            "fetch entities you can name use open_nodes, which are much smaller answers."
+            "To review a memory (a large one by pages, or with mode names); search_nodes and open_nodes "
+            "answer smaller."
         ),
         input_schema=schemas.READ_GRAPH_INPUT,
         output_schema=schemas.READ_GRAPH_RESULT,
         annotations=READ,
         arguments=_ReadGraphArgs,
         run=read_graph,
+        execution=OFFICIAL_EXECUTION,
         reusable=True,
     ),
     ToolSpec(
@@ -556,12 +552,8 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         title="Search Nodes",
         description=(
             "Search for nodes in the knowledge graph based on a query. "
-            "Use it when you do not know the exact entity names: it matches names, aliases, types and "
-            "observations, the whole query and also its words in any order, so a plain-language "
-            "question works; the best matches come first, and every entity that contains the whole "
-            "query comes before those that match only some words. query may also be a list of strings "
-            "to match any of them; entityType to keep one type, limit for only the best few and offset to "
-            "page on; use open_nodes when you know the names."
+            "When you do not know the exact names: plain words or a question, best matches first; query "
+            "may also be a list of strings to match any of."
         ),
         input_schema=schemas.input_schema(
             {
@@ -572,27 +564,9 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
                     "description": "The search query to match against entity names, types, and observation content",
                     "maxLength": _LIMITS.max_query_length,
                 },
-                "entityType": {
-                    "type": "string",
-                    "description": "Only return entities of exactly this type (case-sensitive), e.g. person",
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": _LIMITS.max_page_size,
-                    "description": (
-                        "Return only the best this many entities. Without it, every entity containing the "
-                        f"whole query is returned, plus the {search.MAX_WORD_MATCHES} best that match only "
-                        "some of its words"
-                    ),
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": _LIMITS.max_offset,
-                    "default": 0,
-                    "description": "Skip this many entities of the ranked answer first (to page with limit)",
-                },
+                "entityType": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": _LIMITS.max_page_size},
+                "offset": {"type": "integer", "minimum": 0, "maximum": _LIMITS.max_offset, "default": 0},
             },
             ["query"],
         ),
@@ -600,6 +574,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=READ,
         arguments=_SearchArgs,
         run=search_nodes,
+        execution=OFFICIAL_EXECUTION,
         reusable=True,
     ),
     ToolSpec(
@@ -607,8 +582,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         title="Open Nodes",
         description=(
             "Open specific nodes in the knowledge graph by their names. "
-            "Use it when you know the exact names (case-sensitive), for example from a search_nodes "
-            "result; it returns those entities and every relation touching them."
+            "When you know the exact names, e.g. from search_nodes; with every relation touching them."
         ),
         input_schema=schemas.input_schema(
             {"names": {**_NAMES, "description": "An array of entity names to retrieve"}}, ["names"]
@@ -617,6 +591,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         annotations=READ,
         arguments=_OpenArgs,
         run=open_nodes,
+        execution=OFFICIAL_EXECUTION,
         reusable=True,
     ),
 )

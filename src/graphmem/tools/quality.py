@@ -93,35 +93,19 @@ def get_analytics(ctx: ToolContext, args: _AnalyticsArgs) -> ToolOutput:
 
 
 _NUMBER_01 = {"type": "number", "minimum": 0, "maximum": 1}
-
-
-def _rows(**properties: dict[str, Any]) -> dict[str, Any]:
-    """A list of entities of one analytics metric, each with these properties besides its name and type."""
-    return {
-        "type": "array",
-        "items": schemas.closed(
-            {
-                "type": "object",
-                "properties": {"entityName": {"type": "string"}, "entityType": {"type": "string"}, **properties},
-                "required": ["entityName", "entityType", *properties],
-            }
-        ),
-    }
-
+_TEXT = {"type": "string", "minLength": 1}
 
 QUALITY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="save_memory",
         title="Save Memory",
         description=(
-            "Save entities and their relations to the memory graph in one all-or-nothing call. RULES: 1) Each "
-            f"observation is one atomic fact of {validation.MIN_OBSERVATION_LENGTH} to "
-            f"{validation.MAX_OBSERVATION_LENGTH} characters and at most {validation.MAX_SENTENCES} sentences. "
-            "2) Each entity MUST have at least 1 relation, to another entity of the same call or one already in "
-            "memory. If any item breaks a rule nothing is saved and validation_errors says what to fix. Entities "
-            "already in memory gain the new observations. Prefer it to create_entities plus create_relations."
+            "Save entities with their relations, all or nothing; prefer it to create_entities plus "
+            f"create_relations. Rules: each observation one fact of at most {validation.MAX_SENTENCES} "
+            "sentences; each entity at least 1 relation (to this call or memory). validation_errors says "
+            "what to fix."
         ),
-        input_schema=schemas.input_schema(
+        input_schema=schemas.arguments(
             {
                 "entities": {
                     "type": "array",
@@ -129,13 +113,11 @@ QUALITY_TOOLS: tuple[ToolSpec, ...] = (
                     "items": {
                         "type": "object",
                         "properties": {
-                            "name": {"type": "string", "minLength": 1, "maxLength": validation.MAX_NAME_LENGTH},
+                            "name": {**_TEXT, "maxLength": validation.MAX_NAME_LENGTH},
                             "entityType": {
-                                "type": "string",
-                                "minLength": 1,
+                                **_TEXT,
                                 "maxLength": validation.MAX_ENTITY_TYPE_LENGTH,
-                                "description": "Type of entity (e.g., Person, Document, File, or custom types "
-                                "like Patient, API); start with a capital letter",
+                                "description": "Capitalised, e.g. Person, Project",
                             },
                             "observations": {
                                 "type": "array",
@@ -145,8 +127,6 @@ QUALITY_TOOLS: tuple[ToolSpec, ...] = (
                                     "minLength": validation.MIN_OBSERVATION_LENGTH,
                                     "maxLength": validation.MAX_OBSERVATION_LENGTH,
                                 },
-                                "description": "Array of atomic facts. Each must be ONE fact, max "
-                                f"{validation.MAX_OBSERVATION_LENGTH} chars.",
                             },
                             "relations": {
                                 "type": "array",
@@ -154,21 +134,15 @@ QUALITY_TOOLS: tuple[ToolSpec, ...] = (
                                 "items": {
                                     "type": "object",
                                     "properties": {
-                                        "targetEntity": {
-                                            "type": "string",
-                                            "description": "Name of the entity to connect to (in this request "
-                                            "or already in memory)",
-                                        },
+                                        "targetEntity": {"type": "string"},
                                         "relationType": {
                                             "type": "string",
                                             "maxLength": validation.MAX_RELATION_TYPE_LENGTH,
-                                            "description": "Type of relationship (e.g., 'created by', 'contains')",
                                         },
                                         "importance": {**_NUMBER_01, "default": saving.DEFAULT_RELATION_IMPORTANCE},
                                     },
                                     "required": ["targetEntity", "relationType"],
                                 },
-                                "description": "REQUIRED: Every entity must have at least 1 relation",
                             },
                             "confidence": {**_NUMBER_01, "default": saving.DEFAULT_CONFIDENCE},
                             "importance": {**_NUMBER_01, "default": saving.DEFAULT_ENTITY_IMPORTANCE},
@@ -176,70 +150,19 @@ QUALITY_TOOLS: tuple[ToolSpec, ...] = (
                         "required": ["name", "entityType", "observations", "relations"],
                     },
                 },
-                "threadId": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "Thread ID for this conversation/project",
-                },
+                "threadId": {**_TEXT, "description": "This conversation or project"},
             },
             ["entities", "threadId"],
         ),
-        output_schema=schemas.output_schema(
+        output_schema=schemas.shape(
             {
-                "success": {"type": "boolean"},
-                "created": schemas.closed(
-                    {
-                        "type": "object",
-                        "properties": {
-                            "entities": {"type": "integer"},
-                            "relations": {"type": "integer"},
-                            "observations": {"type": "integer"},
-                        },
-                        "required": ["entities", "relations", "observations"],
-                    }
-                ),
-                "updated": schemas.closed(
-                    {
-                        "type": "object",
-                        "properties": {
-                            "entities": {
-                                "type": "integer",
-                                "description": "Entities already in memory that gained observations",
-                            }
-                        },
-                        "required": ["entities"],
-                    }
-                ),
-                "warnings": {"type": "array", "items": {"type": "string"}},
-                "quality_score": {"type": "number", "minimum": 0, "maximum": 1},
-                "validation_errors": {
-                    "type": "array",
-                    "items": schemas.closed(
-                        {
-                            "type": "object",
-                            "properties": {
-                                "error": {"type": "string"},
-                                "entity": {"type": "string"},
-                                "observation": {"type": "string"},
-                                "relation": schemas.closed(
-                                    {
-                                        "type": "object",
-                                        "properties": {
-                                            "targetEntity": {"type": "string"},
-                                            "relationType": {"type": "string"},
-                                        },
-                                        "required": ["targetEntity", "relationType"],
-                                    }
-                                ),
-                                "problem": {"type": "string"},
-                                "suggestion": {"type": "string"},
-                            },
-                            "required": ["error", "entity", "problem", "suggestion"],
-                        }
-                    ),
-                },
+                "success": "boolean",
+                "created": "object",
+                "updated": "object",
+                "warnings": "array",
+                "quality_score": "number",
             },
-            ["success", "created", "updated", "warnings", "quality_score"],
+            {"validation_errors": "array"},
         ),
         annotations=WRITE,
         arguments=_SaveArgs,
@@ -249,46 +172,20 @@ QUALITY_TOOLS: tuple[ToolSpec, ...] = (
         name="get_analytics",
         title="Get Analytics",
         description=(
-            "Get four views of the memory's state, for one thread (threadId) or all: recent_changes (latest "
-            "updated first), top_important (by importance), most_connected (most relations, with the names they "
-            "connect to) and orphaned_entities (no relations, or a relation to a name that is not an entity). "
-            "Use it to review what a conversation saved and to find what needs relations or cleaning up."
+            "Get a memory's recent changes, most important and most connected entities, and orphans (no or "
+            "broken relations), for one threadId or all. To review what was saved and what needs cleaning up."
         ),
-        input_schema=schemas.input_schema(
-            {
-                "threadId": {"type": "string", "description": "Only entities saved in this thread"},
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 100,
-                    "default": 10,
-                    "description": "How many entities each list holds at most",
-                },
-            },
-            [],
+        input_schema=schemas.arguments(
+            {"threadId": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}}
         ),
-        output_schema=schemas.output_schema(
+        output_schema=schemas.shape(
             {
-                "recent_changes": _rows(
-                    lastModified={"type": ["string", "null"]},
-                    changeType={"type": "string", "enum": ["created", "updated"]},
-                ),
-                "top_important": _rows(importance={"type": "number"}, observationCount={"type": "integer"}),
-                "most_connected": _rows(
-                    relationCount={"type": "integer"}, connectedTo={"type": "array", "items": {"type": "string"}}
-                ),
-                "orphaned_entities": _rows(reason={"type": "string", "enum": ["no_relations", "broken_relation"]}),
-                "orphan_counts": schemas.closed(
-                    {
-                        "type": "object",
-                        "description": "How many entities have no relation, and how many names relations use "
-                        "without an entity, in all",
-                        "properties": {"noRelations": {"type": "integer"}, "danglingNames": {"type": "integer"}},
-                        "required": ["noRelations", "danglingNames"],
-                    }
-                ),
-            },
-            ["recent_changes", "top_important", "most_connected", "orphaned_entities", "orphan_counts"],
+                "recent_changes": "array",
+                "top_important": "array",
+                "most_connected": "array",
+                "orphaned_entities": "array",
+                "orphan_counts": "object",
+            }
         ),
         annotations=READ,
         arguments=_AnalyticsArgs,

@@ -11,7 +11,7 @@ from graphmem.limits import Limits
 from graphmem.models import Entity
 from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, entity_wire
 from graphmem.tools.budget import SMALLEST_ENTITY, fit_items, most_that_fit
-from graphmem.tools.wire import ENTITY, answer, string_schema, truncated_schema
+from graphmem.tools.wire import answer
 
 __all__ = ["QUERY_TOOLS"]
 
@@ -87,78 +87,39 @@ def query_nodes(ctx: ToolContext, args: _QueryArgs) -> ToolOutput:
 
 
 _LIMITS = Limits()
-_TIME = "ISO 8601 time, e.g. 2026-01-20 or 2026-01-20T15:30:00Z"
-
-_ENTITY = {
-    **ENTITY,
-    "properties": {
-        **ENTITY["properties"],
-        "importance": {"type": "number"},
-        "threadId": {"type": "string", "description": "The thread that last saved it (save_memory)"},
-    },
-}
+_TIME = {"type": "string", "description": "ISO 8601, e.g. 2026-01-20"}
 
 QUERY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="query_nodes",
         title="Query Nodes",
         description=(
-            "Look entities up by what they are rather than what they say: by type, minimum importance, "
-            "when they were created or updated, the thread that saved them, or a relation they have. Every "
-            "filter given must hold. Sorted and paged; use search_nodes to find entities by words, and "
-            "open_nodes for the relations of those found."
+            "Look entities up by what they are, not what they say: type, minimum importance, created or "
+            "updated time, thread, or a relation they have (all filters given must hold); sorted and paged."
         ),
-        input_schema=schemas.input_schema(
+        input_schema=schemas.arguments(
             {
-                "entityType": {
-                    "type": ["string", "array"],
-                    "items": {"type": "string"},
-                    "description": "Only this exact type, or any of a list of types",
-                },
-                "minImportance": {
-                    "type": "number",
-                    "minimum": 0,
-                    "maximum": 1,
-                    "description": "Only entities whose importance (save_memory) is at least this",
-                },
-                "createdSince": string_schema(f"Created at or after this {_TIME}"),
-                "createdUntil": string_schema("Created before this time"),
-                "updatedSince": string_schema("Updated at or after this time"),
-                "updatedUntil": string_schema("Updated before this time"),
-                "threadId": string_schema("Only entities last saved under this threadId"),
+                "entityType": {"type": ["string", "array"], "items": {"type": "string"}},
+                "minImportance": {"type": "number", "minimum": 0, "maximum": 1},
+                "createdSince": _TIME,
+                "createdUntil": _TIME,
+                "updatedSince": _TIME,
+                "updatedUntil": _TIME,
+                "threadId": {"type": "string"},
                 "hasRelation": {
                     "type": "object",
                     "properties": {
                         "relationType": {"type": "string"},
                         "direction": {"type": "string", "enum": ["in", "out", "any"], "default": "any"},
                     },
-                    "description": "Only entities with a relation (of this type; any when left out): "
-                    "out as its source, in as its target",
                 },
-                "sort": {
-                    "type": "string",
-                    "enum": ["name", "createdAt", "updatedAt", "importance"],
-                    "description": "Default: creation order",
-                },
-                "order": {
-                    "type": "string",
-                    "enum": ["asc", "desc"],
-                    "description": "Default asc for name and creation order, desc (newest, highest) otherwise; "
-                    "entities without the sort key come last",
-                },
+                "sort": {"type": "string", "enum": ["name", "createdAt", "updatedAt", "importance"]},
+                "order": {"type": "string", "enum": ["asc", "desc"]},
                 "offset": {"type": "integer", "minimum": 0, "maximum": _LIMITS.max_query_offset, "default": 0},
                 "limit": {"type": "integer", "minimum": 1, "maximum": _LIMITS.max_page_size},
-            },
-            [],
+            }
         ),
-        output_schema=schemas.output_schema(
-            {
-                "entities": {"type": "array", "items": _ENTITY},
-                "total": {"type": "integer", "description": "How many entities match, across all pages"},
-                "truncated": truncated_schema(omittedEntities="matches not shown", nextOffset="the offset to ask next"),
-            },
-            ["entities", "total"],
-        ),
+        output_schema=schemas.shape({"entities": "array", "total": "integer"}, {"truncated": "object"}),
         annotations=READ,
         arguments=_QueryArgs,
         run=query_nodes,

@@ -18,8 +18,15 @@ __all__ = ["DEFAULT_TOOLSET", "TOOLSETS", "select_tools"]
 
 _OFFICIAL_NAMES = tuple(spec.name for spec in OFFICIAL_TOOLS)
 
-# At most 20 tools: the official nine, then reading around an entity, finding how
-# things connect, and keeping the memory tidy. The rest stay one flag away.
+# At most 20 tools, and at most 24 KB of listing (tests/test_listing_cost.py): every byte is
+# in the model's context on every call. Beyond the official nine, the tools an agent reaches
+# for in an ordinary session: save_memory (one validated write instead of two calls);
+# get_context_info, describe_entity and get_neighbors (read around what it can name, the
+# commonest read after search); find_path and search_relations (how things connect, who
+# relates to whom); the two type lists (reuse a type instead of inventing a near-duplicate);
+# update_entities, update_relations and merge_entities (fix a mistake or a duplicate in place
+# rather than delete and re-create, which loses history). Lookups by metadata, history,
+# analytics, export and compaction are rarer and stay in `all`.
 _DEFAULT_NAMES = (
     *_OFFICIAL_NAMES,
     "save_memory",

@@ -14,18 +14,7 @@ from graphmem import schemas, traversal
 from graphmem.models import Graph
 from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec
 from graphmem.tools.budget import SMALLEST_ENTITY, most_that_fit
-from graphmem.tools.wire import (
-    ENTITY,
-    NAME_IN,
-    NAMES,
-    RELATION,
-    answer,
-    cut_list,
-    fit_entities,
-    integer_schema,
-    string_schema,
-    truncated_schema,
-)
+from graphmem.tools.wire import NAME_IN, NAMES, answer, cut_list, fit_entities, integer_schema
 from graphmem.traversal import Bound
 
 __all__ = ["TRAVERSAL_TOOLS"]
@@ -169,65 +158,28 @@ def extract_subgraph(ctx: ToolContext, args: _SubgraphArgs) -> ToolOutput:
     return answer(structured, notes)
 
 
-_STOPPED_AT: dict[str, Any] = {
-    "type": "object",
-    "description": "Present when a bound stopped the traversal before it saw everything it could reach: "
-    "which bound (maxDepth, maxPaths, maxNodes or maxSteps) and its value.",
-    "properties": {"bound": {"type": "string"}, "limit": {"type": "integer"}},
-    "required": ["bound", "limit"],
-    "additionalProperties": False,
-}
-
-
-_PATH_RELATIONS = {
-    "type": "array",
-    "items": RELATION,
-    "description": "For each hop, a relation linking its two names, in the relation's own direction",
-}
+_GRAPH = {"entities": "array", "relations": "array"}
 
 TRAVERSAL_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_neighbors",
         title="Get Neighbors",
         description=(
-            "Get the entities within a few hops of one entity, following relations both ways (or only "
-            "outgoing or incoming, or only one relationType), nearest first, each with its distance, and the "
-            "relations followed. Use it to explore around something; use find_path to ask how two things connect."
+            "Get the entities within depth hops of one entity, nearest first with their distance, and the "
+            "relations followed (both ways, or one direction or relationType). To explore around something."
         ),
-        input_schema=schemas.input_schema(
+        input_schema=schemas.arguments(
             {
                 "name": NAME_IN,
-                "depth": integer_schema("How many hops to go (default 1)", 1, MAX_NEIGHBOUR_DEPTH, 1),
-                "direction": {
-                    "type": "string",
-                    "enum": ["both", "outgoing", "incoming"],
-                    "default": "both",
-                    "description": "outgoing: from the entity along relations it starts; incoming: the other way",
-                },
-                "relationType": string_schema("Follow only relations of this type"),
+                "depth": integer_schema("", 1, MAX_NEIGHBOUR_DEPTH, 1),
+                "direction": {"type": "string", "enum": ["both", "outgoing", "incoming"], "default": "both"},
+                "relationType": {"type": "string"},
             },
             ["name"],
         ),
-        output_schema=schemas.output_schema(
-            {
-                "entities": {
-                    "type": "array",
-                    "items": {
-                        **ENTITY,
-                        "properties": {**ENTITY["properties"], "distance": {"type": "integer"}},
-                    },
-                },
-                "relations": {"type": "array", "items": RELATION},
-                "totalReached": {"type": "integer", "description": "How many names the traversal reached"},
-                "unknownNames": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "description": "Names reached through relations that have no entity",
-                },
-                "truncated": schemas.TRUNCATED,
-                "stoppedAt": _STOPPED_AT,
-            },
-            ["entities", "relations", "totalReached"],
+        output_schema=schemas.shape(
+            {**_GRAPH, "totalReached": "integer"},
+            {"unknownNames": "array", "truncated": "object", "stoppedAt": "object"},
         ),
         annotations=READ,
         arguments=_NeighboursArgs,
@@ -241,23 +193,12 @@ def _path_tool(name: str, title: str, description: str) -> ToolSpec:
         name=name,
         title=title,
         description=description,
-        input_schema=schemas.input_schema(
-            {
-                "from": NAME_IN,
-                "to": NAME_IN,
-                "maxDepth": integer_schema("The longest path to look for, in hops (default 6)", 1, MAX_PATH_DEPTH, 6),
-            },
+        input_schema=schemas.arguments(
+            {"from": NAME_IN, "to": NAME_IN, "maxDepth": integer_schema("", 1, MAX_PATH_DEPTH, 6)},
             ["from", "to"],
         ),
-        output_schema=schemas.output_schema(
-            {
-                "found": {"type": "boolean"},
-                "path": {"type": "array", "items": {"type": "string"}, "description": "The names along the path"},
-                "relations": _PATH_RELATIONS,
-                "length": {"type": "integer", "description": "How many hops"},
-                "stoppedAt": _STOPPED_AT,
-            },
-            ["found", "path", "relations", "length"],
+        output_schema=schemas.shape(
+            {"found": "boolean", "path": "array", "relations": "array", "length": "integer"}, {"stoppedAt": "object"}
         ),
         annotations=READ,
         arguments=_PathArgs,
@@ -266,55 +207,31 @@ def _path_tool(name: str, title: str, description: str) -> ToolSpec:
 
 
 _FIND_PATH_TEXT = (
-    "Find a shortest chain of relations between two entities, following relations both ways, and get the "
-    "names along it with the relation behind each hop. Use it to answer how two things are connected; use "
-    "find_all_paths for every route."
+    "Find a shortest chain of relations between two entities (either direction), with the relation behind "
+    "each hop. To answer how two things are connected."
 )
 
 TRAVERSAL_TOOLS += (
     _path_tool("find_path", "Find Path", _FIND_PATH_TEXT),
-    _path_tool(
-        "find_relation_path",
-        "Find Relation Path",
-        _FIND_PATH_TEXT + " The same tool as find_path, under the name some prompts use.",
-    ),
+    _path_tool("find_relation_path", "Find Relation Path", _FIND_PATH_TEXT + " The same as find_path."),
     ToolSpec(
         name="find_all_paths",
         title="Find All Paths",
         description=(
-            "Find the different chains of relations (no entity twice) between two entities, shortest first, "
-            "following relations both ways, up to maxDepth hops and maxPaths paths. Use it to discover every way "
-            "two things are connected (through work, family, a project); use find_path for just the shortest."
+            "Find the different chains of relations between two entities, shortest first, up to maxDepth hops "
+            "and maxPaths paths. To see every way two things are connected."
         ),
-        input_schema=schemas.input_schema(
+        input_schema=schemas.arguments(
             {
                 "from": NAME_IN,
                 "to": NAME_IN,
-                "maxDepth": integer_schema("The longest path, in hops (default 4)", 1, MAX_ALL_PATHS_DEPTH, 4),
-                "maxPaths": integer_schema("How many paths to return at most (default 10)", 1, MAX_PATHS, 10),
+                "maxDepth": integer_schema("", 1, MAX_ALL_PATHS_DEPTH, 4),
+                "maxPaths": integer_schema("", 1, MAX_PATHS, 10),
             },
             ["from", "to"],
         ),
-        output_schema=schemas.output_schema(
-            {
-                "paths": {
-                    "type": "array",
-                    "items": schemas.closed(
-                        {
-                            "type": "object",
-                            "properties": {
-                                "path": {"type": "array", "items": {"type": "string"}},
-                                "relations": _PATH_RELATIONS,
-                            },
-                            "required": ["path", "relations"],
-                        }
-                    ),
-                },
-                "count": {"type": "integer"},
-                "truncated": truncated_schema(omittedPaths="paths found but not shown"),
-                "stoppedAt": _STOPPED_AT,
-            },
-            ["paths", "count"],
+        output_schema=schemas.shape(
+            {"paths": "array", "count": "integer"}, {"truncated": "object", "stoppedAt": "object"}
         ),
         annotations=READ,
         arguments=_AllPathsArgs,
@@ -324,27 +241,14 @@ TRAVERSAL_TOOLS += (
         name="extract_subgraph",
         title="Extract Subgraph",
         description=(
-            "Get the part of the memory around some entities: every entity within depth hops of the names "
-            "(relations followed both ways) and every relation among them. Use it to load the context of a "
-            "topic in one call; get_context_info is the same at depth 1 with observations ordered for reading."
+            "Get every entity within depth hops of some names, and the relations among them. To load the "
+            "context of a topic in one call."
         ),
-        input_schema=schemas.input_schema(
-            {
-                "names": {**NAMES, "description": "The names (or aliases) to start from"},
-                "depth": integer_schema("How many hops to go (default 1)", 0, MAX_NEIGHBOUR_DEPTH, 1),
-            },
+        input_schema=schemas.arguments(
+            {"names": NAMES, "depth": integer_schema("", 0, MAX_NEIGHBOUR_DEPTH, 1)},
             ["names"],
         ),
-        output_schema=schemas.output_schema(
-            {
-                "entities": {"type": "array", "items": ENTITY},
-                "relations": {"type": "array", "items": RELATION},
-                "notFound": {"type": "array", "items": {"type": "string"}},
-                "truncated": schemas.TRUNCATED,
-                "stoppedAt": _STOPPED_AT,
-            },
-            ["entities", "relations", "notFound"],
-        ),
+        output_schema=schemas.shape({**_GRAPH, "notFound": "array"}, {"truncated": "object", "stoppedAt": "object"}),
         annotations=READ,
         arguments=_SubgraphArgs,
         run=extract_subgraph,

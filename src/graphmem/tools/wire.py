@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphmem import schemas
 from graphmem.models import Entity, Graph
 from graphmem.observations import records_of
 from graphmem.tools.base import ToolContext, ToolOutput, dump_json, entity_wire
 from graphmem.tools.budget import CHARS_PER_TOKEN, cut_note, fit_graph, fit_items
 
 __all__ = [
-    "ENTITY",
+    "ENTITY_EXTRAS",
+    "ENTITY_KEYS",
     "NAMES",
     "NAME_IN",
-    "RELATION",
     "SMALLEST_RELATION",
     "answer",
     "entity_with_records",
@@ -28,7 +27,6 @@ __all__ = [
     "integer_schema",
     "room_after",
     "string_schema",
-    "truncated_schema",
 ]
 
 
@@ -78,14 +76,18 @@ def room_after(budget: int, item: dict[str, Any]) -> int:
 SMALLEST_RELATION = len(dump_json({"from": "", "to": "", "relationType": ""})) + 8
 
 
-def string_schema(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
+def string_schema(description: str = "") -> dict[str, Any]:
+    """A string argument; a description only when it says more than the argument's name."""
+    return {"type": "string", "description": description} if description else {"type": "string"}
 
 
 def integer_schema(
     description: str, minimum: int, maximum: int | None = None, default: int | None = None
 ) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "integer", "minimum": minimum, "description": description}
+    """An integer argument; a description only when it says more than the name and the default."""
+    schema: dict[str, Any] = {"type": "integer", "minimum": minimum}
+    if description:
+        schema["description"] = description
     if maximum is not None:
         schema["maximum"] = maximum
     if default is not None:
@@ -93,26 +95,28 @@ def integer_schema(
     return schema
 
 
-ENTITY = schemas.ENTITY_WITH_ALIASES
-RELATION = schemas.closed(schemas.RELATION)
 NAMES = {"type": "array", "items": {"type": "string"}, "minItems": 1}
-NAME_IN = string_schema("The entity's exact name (case-sensitive) or one of its aliases")
-
-
-def truncated_schema(**counts: str) -> dict[str, Any]:
-    """The `truncated` part of an answer cut to the response budget or paged."""
-    properties = {name: {"type": "integer", "description": text} for name, text in counts.items()}
-    return {
-        "type": "object",
-        "description": "Present when the answer was cut: how much was left out and where to continue.",
-        "properties": properties,
-        "required": list(counts),
-        "additionalProperties": False,
-    }
+# An entity as `entity_wire` shows it, for `schemas.shape`: the keys it always has, and the others.
+ENTITY_KEYS = {"name": "string", "entityType": "string", "observations": "array"}
+ENTITY_EXTRAS = {"aliases": "array", "createdAt": "string", "updatedAt": "string", "version": "integer"}
+# Said once per argument because it is what tells a model it may use an alias.
+NAME_IN = string_schema("Exact name or alias")
 
 
 def entity_with_records(entity: Entity) -> dict[str, Any]:
-    """An entity with its current observations also as records: ids, versions, metadata."""
+    """An entity with its current observations also as records: ids, versions, metadata.
+
+    A record leaves out version 1 and a creation time its entity already shows, so that an
+    observation never corrected costs little more than its id.
+    """
     wire = entity_wire(entity)
-    wire["observationRecords"] = [record.to_wire() for record in records_of(entity)]
+    records = []
+    for record in records_of(entity):
+        item = record.to_wire()
+        if item.get("version") == 1:
+            del item["version"]
+        if "createdAt" in item and item["createdAt"] == wire.get("createdAt"):
+            del item["createdAt"]
+        records.append(item)
+    wire["observationRecords"] = records
     return wire

@@ -14,6 +14,7 @@ import click
 import pytest
 
 import graphmem
+from graphmem.tools import ALL_TOOLS
 from tests.helpers_clients import TRANSPORTS, Serve
 from tests.helpers_docs import (
     ROOT,
@@ -143,3 +144,10 @@ async def test_every_tool_call_a_page_shows_answers_what_it_shows(page, tmp_path
                 if call.answer is not None:
                     actual = json.dumps(structured, ensure_ascii=False)
                     assert matches(call.answer, structured), f"{call.where}: {call.tool} answered\n{actual}"
+
+
+def test_every_tool_has_an_example_call_with_its_answer_in_the_tools_reference():
+    documented = calls(ROOT / "docs" / "tools.md")
+    unanswered = [call.where for call in documented if call.answer is None and call.error is None]
+    assert unanswered == [], "every example in the tools reference shows its answer"
+    assert sorted({tool.name for tool in ALL_TOOLS} - {call.tool for call in documented}) == []

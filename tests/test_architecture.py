@@ -11,7 +11,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "src" / "graphmem"
 
 # The protocol and command-line layers; every other module is domain or storage and must
 # work without MCP, click or an HTTP stack.
-EDGE_MODULES = {"tools", "server.py", "request_errors.py", "store_access.py", "transports", "cli.py", "__main__.py"}
+EDGE_MODULES = {"tools", "server", "transports", "cli.py", "__main__.py"}
 EDGE_PACKAGES = {"mcp", "mcp_types", "click", "starlette", "uvicorn", "anyio"}
 
 
@@ -41,7 +41,7 @@ def test_core_modules_never_import_the_protocol_or_cli_layers(path: Path):
 
 def test_models_and_errors_import_nothing_from_graphmem():
     for name in ("models.py", "errors.py"):
-        assert not {imp for imp in _imports(SOURCE / name) if imp.startswith("graphmem")}
+        assert not {imp for imp in _imports(SOURCE / "core" / name) if imp.startswith("graphmem")}
 
 
 @pytest.mark.parametrize("path", sorted(SOURCE.rglob("*.py")), ids=lambda p: str(p.relative_to(SOURCE)))
@@ -55,7 +55,7 @@ def test_only_config_reads_the_environment(path: Path):
 @pytest.mark.parametrize("path", sorted((SOURCE / "storage").rglob("*.py")), ids=lambda p: p.name)
 def test_storage_imports_only_models_errors_and_itself(path: Path):
     graphmem_imports = {name for name in _imports(path) if name.startswith("graphmem")}
-    allowed = {"graphmem.models", "graphmem.errors"}
+    allowed = {"graphmem.core.models", "graphmem.core.errors"}
     if path.name == "__init__.py":
         allowed.add("graphmem.config")  # open_store chooses the backend from the settings
     assert all(name in allowed or name.startswith("graphmem.storage") for name in graphmem_imports), graphmem_imports

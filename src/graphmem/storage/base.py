@@ -18,8 +18,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from graphmem.errors import StorageBusyError, StorageError, TimeLimitError
-from graphmem.models import Entity, Relation
+from graphmem.core.errors import StorageBusyError, StorageError, TimeLimitError
+from graphmem.core.models import Entity, Relation
 from graphmem.storage.entity_query import EntityQuery
 from graphmem.storage.words import SearchResult, WordSearch
 

@@ -10,8 +10,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from graphmem import schemas, traversal
-from graphmem.models import Graph
+from graphmem.core.models import Graph
+from graphmem.domain import traversal
+from graphmem.domain.traversal import Bound
+from graphmem.tools import schemas
 from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec
 from graphmem.tools.budget import SMALLEST_ENTITY, most_that_fit
 from graphmem.tools.wire import (
@@ -26,7 +28,6 @@ from graphmem.tools.wire import (
     string_schema,
     truncated_schema,
 )
-from graphmem.traversal import Bound
 
 __all__ = ["TRAVERSAL_TOOLS"]
 

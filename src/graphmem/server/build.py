@@ -29,15 +29,15 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from graphmem._version import __version__
-from graphmem.client_log import LogRelay, python_level
 from graphmem.config import Settings
-from graphmem.errors import GraphmemError
-from graphmem.graph import KnowledgeGraph
-from graphmem.instructions import build_instructions
-from graphmem.prompts import PROMPTS, render_prompt
-from graphmem.request_errors import ExplainedErrors
+from graphmem.core.errors import GraphmemError
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.server.client_log import LogRelay, python_level
+from graphmem.server.instructions import build_instructions
+from graphmem.server.prompts import PROMPTS, render_prompt
+from graphmem.server.request_errors import ExplainedErrors
+from graphmem.server.store_access import StoreAccess
 from graphmem.storage import Store, open_store
-from graphmem.store_access import StoreAccess
 from graphmem.tools import ALL_TOOLS, ToolContext, ToolOutput, ToolSpec, dump_json
 from graphmem.tools.answers import AnswerCache
 from graphmem.tools.resources import ENTITY_PREFIX, ENTITY_TEMPLATE, GRAPH_URI, entity_document, entity_name
@@ -45,7 +45,8 @@ from graphmem.tools.toolsets import select_tools
 
 __all__ = ["GRAPH_URI", "AppState", "build_server", "initialization_options"]
 
-logger = logging.getLogger(__name__)
+# The name MCP clients see on logging notifications; it stayed when the module moved into a package.
+logger = logging.getLogger("graphmem.server")
 
 T = TypeVar("T")
 

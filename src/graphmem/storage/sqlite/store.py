@@ -25,9 +25,8 @@ from typing import Any
 
 import orjson
 
-from graphmem.errors import SchemaVersionError
-from graphmem.models import Entity, Relation
-from graphmem.storage import sqlite_query, sqlite_ranking
+from graphmem.core.errors import SchemaVersionError
+from graphmem.core.models import Entity, Relation
 from graphmem.storage.base import (
     AnalyticsRows,
     EntitySummary,
@@ -36,10 +35,12 @@ from graphmem.storage.base import (
     map_backend_errors,
     map_driver_errors,
 )
-from graphmem.storage.checkpoints import FALLBACK_PAGES, Checkpointer
 from graphmem.storage.entity_query import EntityQuery
-from graphmem.storage.sqlite_ranking import term_query
-from graphmem.storage.sqlite_text import (
+from graphmem.storage.sqlite import query as sqlite_query
+from graphmem.storage.sqlite import ranking as sqlite_ranking
+from graphmem.storage.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer
+from graphmem.storage.sqlite.ranking import term_query
+from graphmem.storage.sqlite.text import (
     TRIGRAM_FORM,
     escaped_json,
     exact,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from graphmem.errors import InvalidInputError
-from graphmem.instructions import name_tools
+from graphmem.core.errors import InvalidInputError
+from graphmem.server.instructions import name_tools
 
 __all__ = ["PROMPTS", "DEFAULT_USER", "Prompt", "PromptArgument", "render_prompt"]
 

@@ -14,10 +14,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from graphmem import search, validation
-from graphmem.errors import DanglingRelationError, EntityNotFoundError, InvalidInputError
-from graphmem.limits import Limits
-from graphmem.models import (
+from graphmem.core import validation
+from graphmem.core.errors import DanglingRelationError, EntityNotFoundError, InvalidInputError
+from graphmem.core.limits import Limits
+from graphmem.core.models import (
     AddedObservations,
     DeleteOutcome,
     Entity,
@@ -29,9 +29,16 @@ from graphmem.models import (
     OutlinePage,
     Relation,
 )
-from graphmem.observations import NewObservation, change_observations, new_records, with_records, without_archived
+from graphmem.core.timestamps import new_metadata, now_iso
+from graphmem.domain import search
+from graphmem.domain.observations import (
+    NewObservation,
+    change_observations,
+    new_records,
+    with_records,
+    without_archived,
+)
 from graphmem.storage.base import Store, StoreCounts
-from graphmem.timestamps import new_metadata, now_iso
 
 __all__ = ["CreatedEntities", "CreatedRelations", "KnowledgeGraph", "RankedNames"]
 

@@ -194,7 +194,7 @@ async def test_a_client_gets_log_messages_only_after_logging_set_level_and_at_th
         # Sent before the answer, so they are here once the call returned: one warning for
         # each of the three unreadable lines the file now has.
         assert [message.level for message in messages] == ["warning"] * 3
-        assert {message.logger for message in messages} == {"graphmem.storage.jsonl.store"}
+        assert {message.logger for message in messages} == {"graphmem.storage.jsonl"}
         assert all("is skipped" in str(message.data) for message in messages)
 
 

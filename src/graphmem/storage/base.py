@@ -1,6 +1,6 @@
 """The `Store` protocol every backend meets, and the mapping of driver errors.
 
-The protocol is deliberately small and granular: the domain (`graph.py`) asks for
+The protocol is deliberately small and granular: the domain (`graphmem.domain`) asks for
 exactly the rows it needs, so a backend with indexes never has to load the whole
 memory to answer about a few entities.
 

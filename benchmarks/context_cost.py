@@ -29,7 +29,7 @@ from mcp import Client
 
 from benchmarks.search import realistic
 from graphmem.config import Settings
-from graphmem.models import Entity, Relation
+from graphmem.core.models import Entity, Relation
 from graphmem.server import build_server
 
 __all__ = ["listing_bytes", "main"]

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from itertools import chain
 from pathlib import Path
 
-from graphmem.models import Entity, Relation
-from graphmem.storage.jsonl_format import encode_entity, encode_relation
+from graphmem.core.models import Entity, Relation
+from graphmem.storage.jsonl.format import encode_entity, encode_relation
 
 __all__ = ["VOCABULARY", "generate", "write_official_jsonl"]
 

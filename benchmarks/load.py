@@ -38,8 +38,8 @@ import anyio
 import httpx2
 
 from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity
+from graphmem.core.models import Entity
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 
 __all__ = ["LoadReport", "main", "run_load"]

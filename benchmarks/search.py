@@ -31,8 +31,8 @@ from typing import Any
 
 from benchmarks.run import PipeClient, generate
 from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, ObservationAddition, Relation
+from graphmem.core.models import Entity, ObservationAddition, Relation
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 
 _FIRST = (

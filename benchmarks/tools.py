@@ -24,7 +24,7 @@ from typing import Any
 
 from benchmarks.run import generate
 from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 from graphmem.tools import ALL_TOOLS, ToolContext, ToolSpec
 

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.server import build_server
 from graphmem.storage import open_store
 from tests.helpers_clients import SLOW_TRANSPORTS, TRANSPORTS, Connect

@@ -10,11 +10,11 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from graphmem import analytics, saving
 from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, ObservationAddition, Relation
-from graphmem.saving import EntityDraft, RelationDraft
+from graphmem.core.models import Entity, ObservationAddition, Relation
+from graphmem.domain import analytics, saving
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.saving import EntityDraft, RelationDraft
 from graphmem.server import build_server
 from graphmem.storage import open_store
 

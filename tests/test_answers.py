@@ -18,8 +18,8 @@ import pytest
 from mcp import Client
 
 from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity
+from graphmem.core.models import Entity
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.server import build_server
 from graphmem.storage import open_store
 from graphmem.tools import ALL_TOOLS, ToolContext
@@ -74,8 +74,8 @@ def test_a_write_by_another_process_drops_every_kept_answer(ctx: ToolContext, se
     script = (
         "import sys\n"
         "from graphmem.config import Settings\n"
-        "from graphmem.graph import KnowledgeGraph\n"
-        "from graphmem.models import Entity\n"
+        "from graphmem.domain.graph import KnowledgeGraph\n"
+        "from graphmem.core.models import Entity\n"
         "from graphmem.storage import open_store\n"
         "from pathlib import Path\n"
         "store = open_store(Settings(memory_path=Path(sys.argv[1])))\n"

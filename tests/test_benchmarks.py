@@ -15,7 +15,7 @@ from benchmarks.run import operations
 from benchmarks.targets import check_targets
 
 from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphmem.models import Entity, Relation
+from graphmem.core.models import Entity, Relation
 from graphmem.tools.budget import _entity_size, _relation_size, _text_size
 
 _TEXT = st.text(max_size=12)

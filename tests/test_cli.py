@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import graphmem.storage.sqlite
+import graphmem.storage.sqlite.store
 import graphmem.transfer
 from graphmem.cli import cli
 from graphmem.config import Settings
-from graphmem.errors import StorageError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, Relation
+from graphmem.core.errors import StorageError
+from graphmem.core.models import Entity, Relation
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cli"
@@ -327,7 +327,7 @@ def test_a_sqlite_database_given_as_file_is_recognised(tmp_path):
 def test_a_locked_memory_gives_one_line_and_imports_nothing(tmp_path, monkeypatch):
     memory = tmp_path / "memory.db"
     run("stats", "-f", memory)  # creates the schema before another connection takes the lock
-    monkeypatch.setattr(graphmem.storage.sqlite, "BUSY_TIMEOUT_SECONDS", 0.05)
+    monkeypatch.setattr(graphmem.storage.sqlite.store, "BUSY_TIMEOUT_SECONDS", 0.05)
     holder = sqlite3.connect(memory, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from graphmem.client_log import CLIENT_LEVELS, LogRelay, python_level
+from graphmem.server.client_log import CLIENT_LEVELS, LogRelay, python_level
 
 
 def test_every_mcp_level_maps_to_a_python_level_in_mcp_order():

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from graphmem.config import DEFAULT_HTTP_PORT, NetworkSettings, Settings, default_memory_path
-from graphmem.errors import ConfigError
+from graphmem.core.errors import ConfigError
 
 
 def test_with_nothing_set_the_memory_is_in_the_user_data_directory(tmp_path: Path):

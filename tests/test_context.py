@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 
 from graphmem.config import Settings
-from graphmem.context import context_info
-from graphmem.models import Entity, Relation
+from graphmem.core.models import Entity, Relation
+from graphmem.domain.context import context_info
 from graphmem.server import build_server
 
 

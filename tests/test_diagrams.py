@@ -18,8 +18,8 @@ import networkx
 import pydot
 import pytest
 
-from graphmem.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
-from graphmem.models import Entity, Relation
+from graphmem.core.models import Entity, Relation
+from graphmem.domain.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
 
 # pydot's grammar still calls pyparsing's old camelCase names.
 pytestmark = pytest.mark.filterwarnings("ignore:.* deprecated - use:DeprecationWarning")

@@ -43,7 +43,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from graphmem.search import MAX_WORD_MATCHES, query_terms
+from graphmem.domain.search import MAX_WORD_MATCHES, query_terms
 from graphmem.storage.words import index_words, stem
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]

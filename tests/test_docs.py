@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from graphmem.cli import cli
-from graphmem.limits import Limits
+from graphmem.core.limits import Limits
 from graphmem.tools import ALL_TOOLS
 from graphmem.tools.toolsets import TOOLSETS, select_tools
 

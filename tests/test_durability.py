@@ -17,8 +17,8 @@ import anyio
 import pytest
 
 from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Graph
+from graphmem.core.models import Graph
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 from tests.helpers_stdio import (
     RawServer,

@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from graphmem import errors
-from graphmem.errors import GraphmemError, StorageBusyError, StorageError
+from graphmem.core import errors
+from graphmem.core.errors import GraphmemError, StorageBusyError, StorageError
 from graphmem.storage.base import map_backend_errors
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from graphmem.errors import DanglingRelationError, EntityNotFoundError, InvalidInputError
-from graphmem.graph import KnowledgeGraph
-from graphmem.limits import Limits
-from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.core.errors import DanglingRelationError, EntityNotFoundError, InvalidInputError
+from graphmem.core.limits import Limits
+from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.domain.graph import KnowledgeGraph
 
 
 def test_duplicates_within_one_batch_are_stored_once_and_the_first_wins(graph):

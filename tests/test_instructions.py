@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from graphmem.instructions import build_instructions
+from graphmem.server.instructions import build_instructions
 from graphmem.tools import ALL_TOOLS
 from graphmem.tools.toolsets import TOOLSETS, select_tools
 

@@ -18,11 +18,11 @@ import anyio
 import pytest
 
 from graphmem.config import Settings
-from graphmem.errors import StorageBusyError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity
+from graphmem.core.errors import StorageBusyError
+from graphmem.core.models import Entity
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.server.store_access import StoreAccess
 from graphmem.storage import open_store
-from graphmem.store_access import StoreAccess
 from tests.helpers_stdio import add_observations, create_entities, entity, is_tool_success, raw_server, read_graph
 
 pytestmark = pytest.mark.anyio

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from graphmem import maintenance
 from graphmem.config import Settings
-from graphmem.errors import EntityNotFoundError, InvalidInputError, RelationNotFoundError
-from graphmem.graph import KnowledgeGraph
-from graphmem.maintenance import EntityUpdate, RelationUpdate
-from graphmem.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.core.errors import EntityNotFoundError, InvalidInputError, RelationNotFoundError
+from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.domain import maintenance
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.maintenance import EntityUpdate, RelationUpdate
 from graphmem.storage import open_store
 
 

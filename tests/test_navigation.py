@@ -9,11 +9,11 @@ from pathlib import Path
 import networkx
 import pytest
 
-from graphmem import navigation, traversal
 from graphmem.config import Settings
-from graphmem.errors import EntityNotFoundError, InvalidInputError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, Relation
+from graphmem.core.errors import EntityNotFoundError, InvalidInputError
+from graphmem.core.models import Entity, Relation
+from graphmem.domain import navigation, traversal
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from graphmem.observation_text import context_order, parse_observation
+from graphmem.domain.observation_text import context_order, parse_observation
 
 
 def test_the_spec_example_gives_its_time_and_status():

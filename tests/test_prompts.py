@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from graphmem.errors import InvalidInputError
-from graphmem.prompts import DEFAULT_USER, PROMPTS, render_prompt
+from graphmem.core.errors import InvalidInputError
+from graphmem.server.prompts import DEFAULT_USER, PROMPTS, render_prompt
 from graphmem.tools import ALL_TOOLS
 from graphmem.tools.toolsets import TOOLSETS, select_tools
 

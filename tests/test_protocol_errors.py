@@ -16,11 +16,11 @@ import anyio
 import httpx2
 import pytest
 
-import graphmem.storage.jsonl
+import graphmem.storage.jsonl.store
 from graphmem.config import Settings
-from graphmem.errors import StorageError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity
+from graphmem.core.errors import StorageError
+from graphmem.core.models import Entity
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 from tests.helpers_network import network_server
 from tests.helpers_stdio import INITIALIZE, INITIALIZED, raw_server
@@ -140,7 +140,7 @@ def test_a_full_disk_under_a_jsonl_memory_says_so_and_keeps_the_memory(tmp_path:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     # The disk fills as the new file is flushed to it: where ENOSPC surfaces on a real one.
-    monkeypatch.setattr(graphmem.storage.jsonl.os, "fsync", full)
+    monkeypatch.setattr(graphmem.storage.jsonl.store.os, "fsync", full)
     with pytest.raises(StorageError) as raised:
         graph.create_entities([Entity("lost", "t", ())])
     monkeypatch.undo()

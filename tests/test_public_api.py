@@ -15,7 +15,7 @@ def test_every_name_in_all_is_importable():
 
 
 def test_every_public_error_is_exported():
-    from graphmem import errors
+    from graphmem.core import errors
 
     assert set(errors.__all__) <= set(graphmem.__all__)
 

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from graphmem.config import Settings
-from graphmem.models import Entity, Relation
+from graphmem.core.models import Entity, Relation
 from graphmem.server import build_server
 from graphmem.storage import open_store
 from graphmem.tools import ALL_TOOLS

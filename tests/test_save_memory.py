@@ -12,11 +12,11 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from graphmem import saving
 from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity
-from graphmem.saving import EntityDraft, RelationDraft
+from graphmem.core.models import Entity
+from graphmem.domain import saving
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.saving import EntityDraft, RelationDraft
 from graphmem.server import build_server
 from graphmem.storage import open_store
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from graphmem.config import Settings
-from graphmem.errors import InvalidInputError
-from graphmem.graph import KnowledgeGraph
-from graphmem.limits import Limits
-from graphmem.models import Entity, ObservationAddition, Relation
-from graphmem.search import MAX_WORD_MATCHES, WEIGHTS, query_terms, word_search
+from graphmem.core.errors import InvalidInputError
+from graphmem.core.limits import Limits
+from graphmem.core.models import Entity, ObservationAddition, Relation
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.search import MAX_WORD_MATCHES, WEIGHTS, query_terms, word_search
 from graphmem.storage import open_store
 from graphmem.storage.words import Term
 from graphmem.tools import ALL_TOOLS, ToolContext

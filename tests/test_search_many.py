@@ -15,9 +15,9 @@ import jsonschema
 import pytest
 
 from graphmem.config import Settings
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity
-from graphmem.search import RANKED_AT_MOST
+from graphmem.core.models import Entity
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.search import RANKED_AT_MOST
 from graphmem.storage import open_store
 from graphmem.tools import ALL_TOOLS, ToolContext
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, Relation
+from graphmem.core.models import Entity, Relation
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage.jsonl import JsonlStore
 from graphmem.storage.sqlite import SQLiteStore
 

@@ -8,8 +8,8 @@ import pytest
 from mcp import Client
 
 from graphmem.config import DEFAULT_CALL_TIME_LIMIT, Settings
-from graphmem.errors import ConfigError, TimeLimitError
-from graphmem.models import Entity
+from graphmem.core.errors import ConfigError, TimeLimitError
+from graphmem.core.models import Entity
 from graphmem.server import build_server
 from graphmem.storage.sqlite import SQLiteStore
 

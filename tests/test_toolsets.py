@@ -11,7 +11,7 @@ from mcp import Client
 
 from graphmem.cli import cli
 from graphmem.config import TOOLSET_NAMES, Settings
-from graphmem.errors import ConfigError
+from graphmem.core.errors import ConfigError
 from graphmem.server import build_server
 from graphmem.tools import ALL_TOOLS, OFFICIAL_TOOLS
 from graphmem.tools.toolsets import TOOLSETS, select_tools

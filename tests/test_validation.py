@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphmem.validation import advise_entity_type, count_sentences, observation_problem
+from graphmem.core.validation import advise_entity_type, count_sentences, observation_problem
 
 # The valid example of spec 001: none of these is more than one sentence.
 SPEC_VALID = [
@@ -71,9 +71,9 @@ def test_entity_types_are_capitalised_for_you_and_spaces_get_a_suggestion():
 
 def test_strict_mode_holds_the_official_tools_to_the_same_rules(tmp_path):
     from graphmem.config import Settings
-    from graphmem.errors import InvalidInputError
-    from graphmem.graph import KnowledgeGraph
-    from graphmem.models import Entity, ObservationAddition, Relation
+    from graphmem.core.errors import InvalidInputError
+    from graphmem.core.models import Entity, ObservationAddition, Relation
+    from graphmem.domain.graph import KnowledgeGraph
     from graphmem.storage import open_store
 
     store = open_store(Settings(memory_path=tmp_path / "memory.db"))

@@ -11,12 +11,12 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from graphmem import navigation
 from graphmem.config import Settings
-from graphmem.errors import InvalidInputError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, ObservationAddition, ObservationDeletion
-from graphmem.observations import records_of
+from graphmem.core.errors import InvalidInputError
+from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion
+from graphmem.domain import navigation
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.observations import records_of
 from graphmem.server import build_server
 from graphmem.storage import open_store
 
@@ -124,7 +124,7 @@ async def test_the_history_tool_and_supersedes_through_the_mcp_client(tmp_path: 
 
 
 def test_merge_and_upsert_keep_the_target_ids_and_give_moved_facts_new_ones(graph):
-    from graphmem import maintenance
+    from graphmem.domain import maintenance
 
     graph.create_entities([Entity("Scripts", "CodeArtifact", ("Uses lxml 6.0.2", "Runs nightly"))])
     maintenance.merge_entities(graph, "Scripts", "Python Scripts")

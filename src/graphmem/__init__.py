@@ -1,7 +1,7 @@
 """graphmem: a persistent knowledge-graph memory for AI agents, served over MCP."""
 
 from graphmem._version import __version__
-from graphmem.errors import (
+from graphmem.core.errors import (
     ConfigError,
     DanglingRelationError,
     EntityNotFoundError,
@@ -15,8 +15,8 @@ from graphmem.errors import (
     StorageError,
     TimeLimitError,
 )
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, Graph, Relation
+from graphmem.core.models import Entity, Graph, Relation
+from graphmem.domain.graph import KnowledgeGraph
 
 __all__ = [
     "ConfigError",

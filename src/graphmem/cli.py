@@ -19,8 +19,8 @@ import click
 
 from graphmem._version import __version__
 from graphmem.config import DEFAULT_HTTP_PORT, DEFAULT_TCP_PORT, NetworkSettings, Settings
-from graphmem.errors import GraphmemError, ImportFormatError, InvalidInputError, SchemaVersionError
-from graphmem.graph import KnowledgeGraph
+from graphmem.core.errors import GraphmemError, ImportFormatError, InvalidInputError, SchemaVersionError
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_checked_store, open_store
 from graphmem.transfer import EXPORT_FORMATS, ExportFormat, ImportReport, export_graph, import_stream, write_atomically
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import platformdirs
 
-from graphmem.errors import ConfigError
-from graphmem.limits import Limits
+from graphmem.core.errors import ConfigError
+from graphmem.core.limits import Limits
 
 __all__ = [
     "DEFAULT_HTTP_PORT",

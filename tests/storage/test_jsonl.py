@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphmem.errors import StorageError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, ObservationAddition, Relation
+from graphmem.core.errors import StorageError
+from graphmem.core.models import Entity, ObservationAddition, Relation
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage.jsonl import JsonlStore
-from graphmem.storage.jsonl_format import decode_line, encode_graph
+from graphmem.storage.jsonl.format import decode_line, encode_graph
 from graphmem.storage.sqlite import SQLiteStore
 
 LEGACY_MESSAGES = (
@@ -519,8 +519,8 @@ def test_a_change_by_a_writer_without_the_lock_is_seen(tmp_path: Path):
 
 _WORKER = """
 import sys
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, ObservationAddition
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.core.models import Entity, ObservationAddition
 from graphmem.storage.jsonl import JsonlStore
 
 path, worker = sys.argv[1], sys.argv[2]

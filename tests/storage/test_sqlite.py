@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphmem.errors import SchemaVersionError
-from graphmem.models import Entity, Relation
-from graphmem.search import word_search
+from graphmem.core.errors import SchemaVersionError
+from graphmem.core.models import Entity, Relation
+from graphmem.domain.search import word_search
 from graphmem.storage.base import StoreCounts
-from graphmem.storage.sqlite import SCHEMA_VERSION, SQLiteStore, _split_sql
+from graphmem.storage.sqlite.store import SCHEMA_VERSION, SQLiteStore, _split_sql
 from graphmem.storage.words import WordSearch
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from graphmem.models import Entity
-from graphmem.search import word_search
-from graphmem.storage import sqlite_ranking
+from graphmem.core.models import Entity
+from graphmem.domain.search import word_search
 from graphmem.storage.sqlite import SQLiteStore
+from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.words import WordDocument
 
 _VOCABULARY = "berlin paris tea coffee project release moved moving works zoë café acme".split()

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from graphmem.errors import EntityNotFoundError
-from graphmem.graph import KnowledgeGraph
-from graphmem.maintenance import EntityUpdate, update_entities
-from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
-from graphmem.search import word_search
+from graphmem.core.errors import EntityNotFoundError
+from graphmem.core.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.maintenance import EntityUpdate, update_entities
+from graphmem.domain.search import word_search
 from graphmem.storage.base import Store, StoreCounts
 from graphmem.storage.entity_query import EntityQuery, answer_in_python
 from graphmem.storage.jsonl import JsonlStore

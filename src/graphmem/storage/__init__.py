@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from graphmem.config import Settings
-from graphmem.errors import MemoryOpenError, SchemaVersionError, StorageBusyError, StorageError
+from graphmem.core.errors import MemoryOpenError, SchemaVersionError, StorageBusyError, StorageError
 from graphmem.storage.base import Store
 
 __all__ = ["Store", "open_checked_store", "open_store"]

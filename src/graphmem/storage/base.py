@@ -1,6 +1,6 @@
 """The `Store` protocol every backend meets, and the mapping of driver errors.
 
-The protocol is deliberately small and granular: the domain (`graph.py`) asks for
+The protocol is deliberately small and granular: the domain (`graphmem.domain`) asks for
 exactly the rows it needs, so a backend with indexes never has to load the whole
 memory to answer about a few entities.
 
@@ -18,8 +18,8 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from graphmem.errors import StorageBusyError, StorageError, TimeLimitError
-from graphmem.models import Entity, Relation
+from graphmem.core.errors import StorageBusyError, StorageError, TimeLimitError
+from graphmem.core.models import Entity, Relation
 from graphmem.storage.entity_query import EntityQuery
 from graphmem.storage.words import SearchResult, WordSearch
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from graphmem.models import Entity, Relation
+from graphmem.core.models import Entity, Relation
 
 __all__ = ["Direction", "EntityQuery", "Sort", "answer_in_python", "importance_of", "instant", "thread_of"]
 

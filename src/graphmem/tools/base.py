@@ -17,8 +17,8 @@ import mcp_types as types
 import orjson
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity
+from graphmem.core.models import Entity
+from graphmem.domain.graph import KnowledgeGraph
 
 __all__ = [
     "DELETE",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring as _quote  # the C quoting json.dumps uses
 from typing import Any
 
-from graphmem.models import Entity, Graph, Relation
+from graphmem.core.models import Entity, Graph, Relation
 from graphmem.tools.base import dump_json
 
 __all__ = [

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import Field
 
-from graphmem import schemas
-from graphmem.context import context_info
+from graphmem.domain.context import context_info
+from graphmem.tools import schemas
 from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, entity_wire
 from graphmem.tools.budget import cut_note, fit_graph
 

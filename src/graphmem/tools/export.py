@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 
-from graphmem import schemas
-from graphmem.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
-from graphmem.models import Entity, Graph, Relation
+from graphmem.core.models import Entity, Graph, Relation
+from graphmem.domain.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
+from graphmem.tools import schemas
 from graphmem.tools.base import READ, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json
 from graphmem.tools.budget import SMALLEST_ENTITY, cut_note, fit_graph, most_that_fit
 

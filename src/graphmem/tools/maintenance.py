@@ -7,9 +7,10 @@ from typing import Any
 import mcp_types as types
 from pydantic import Field
 
-from graphmem import maintenance, schemas
-from graphmem.maintenance import EntityUpdate, RelationUpdate
-from graphmem.models import Entity
+from graphmem.core.models import Entity
+from graphmem.domain import maintenance
+from graphmem.domain.maintenance import EntityUpdate, RelationUpdate
+from graphmem.tools import schemas
 from graphmem.tools.base import (
     IDEMPOTENT_WRITE,
     WRITE,

@@ -6,8 +6,9 @@ from typing import Any
 
 from pydantic import Field
 
-from graphmem import navigation, schemas
-from graphmem.limits import Limits
+from graphmem.core.limits import Limits
+from graphmem.domain import navigation
+from graphmem.tools import schemas
 from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec
 from graphmem.tools.budget import fit_items, most_that_fit
 from graphmem.tools.wire import (

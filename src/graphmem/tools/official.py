@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from graphmem import schemas
-from graphmem.graph import RankedNames
-from graphmem.limits import Limits
-from graphmem.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
-from graphmem.search import RANKED_AT_MOST
+from graphmem.core.limits import Limits
+from graphmem.core.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
+from graphmem.domain.graph import RankedNames
+from graphmem.domain.search import RANKED_AT_MOST
+from graphmem.tools import schemas
 from graphmem.tools.base import (
     DELETE,
     OFFICIAL_EXECUTION,

@@ -6,8 +6,10 @@ from typing import Any
 
 from pydantic import Field
 
-from graphmem import analytics, saving, schemas, validation
-from graphmem.saving import EntityDraft, RelationDraft
+from graphmem.core import validation
+from graphmem.domain import analytics, saving
+from graphmem.domain.saving import EntityDraft, RelationDraft
+from graphmem.tools import schemas
 from graphmem.tools.base import READ, WRITE, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
 
 __all__ = ["QUALITY_TOOLS"]

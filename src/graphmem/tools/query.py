@@ -6,9 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from graphmem import lookup, schemas
-from graphmem.limits import Limits
-from graphmem.models import Entity
+from graphmem.core.limits import Limits
+from graphmem.core.models import Entity
+from graphmem.domain import lookup
+from graphmem.tools import schemas
 from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, entity_wire
 from graphmem.tools.budget import SMALLEST_ENTITY, fit_items, most_that_fit
 from graphmem.tools.wire import answer

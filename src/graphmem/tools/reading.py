@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from graphmem.models import Graph, GraphPage
+from graphmem.core.models import Graph, GraphPage
 from graphmem.tools.base import ToolContext, ToolOutput, dump_json
 from graphmem.tools.budget import (
     CHARS_PER_TOKEN,

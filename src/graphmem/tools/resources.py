@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from urllib.parse import quote, unquote
 
-from graphmem.errors import InvalidInputError
-from graphmem.graph import KnowledgeGraph
+from graphmem.core.errors import InvalidInputError
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.tools.base import dump_json, entity_wire
 
 __all__ = ["ENTITY_PREFIX", "ENTITY_TEMPLATE", "GRAPH_URI", "entity_document", "entity_name", "entity_uri"]

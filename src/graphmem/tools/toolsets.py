@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphmem.errors import ConfigError
+from graphmem.core.errors import ConfigError
 from graphmem.tools.base import ToolSpec
 from graphmem.tools.official import OFFICIAL_TOOLS
 

@@ -10,12 +10,20 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from graphmem import schemas, traversal
-from graphmem.models import Graph
+from graphmem.core.models import Graph
+from graphmem.domain import traversal
+from graphmem.domain.traversal import Bound
+from graphmem.tools import schemas
 from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec
 from graphmem.tools.budget import SMALLEST_ENTITY, most_that_fit
-from graphmem.tools.wire import NAME_IN, NAMES, answer, cut_list, fit_entities, integer_schema
-from graphmem.traversal import Bound
+from graphmem.tools.wire import (
+    NAME_IN,
+    NAMES,
+    answer,
+    cut_list,
+    fit_entities,
+    integer_schema,
+)
 
 __all__ = ["TRAVERSAL_TOOLS"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphmem.models import Entity, Graph
-from graphmem.observations import records_of
+from graphmem.core.models import Entity, Graph
+from graphmem.domain.observations import records_of
 from graphmem.tools.base import ToolContext, ToolOutput, dump_json, entity_wire
 from graphmem.tools.budget import CHARS_PER_TOKEN, cut_note, fit_graph, fit_items
 

@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
-from graphmem.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, Relation
-from graphmem.storage.jsonl_format import encode_graph
+from graphmem.core.models import Entity, Relation
+from graphmem.domain.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.storage.jsonl.format import encode_graph
 from graphmem.transfer.streams import LONE_SURROGATE, PROGRESS_RECORDS, Progress, StreamError
 
 __all__ = ["EXPORT_FORMATS", "ExportFormat", "ExportReport", "export_graph"]
@@ -81,7 +81,7 @@ def export_graph(
     `jsonl` is the official server's file, byte for byte: every entity line, then every
     relation line, each ending in a newline; keys it does not know follow its own. `json`
     is one document `{"entities": [...], "relations": [...]}` with a 2-space indent.
-    `mermaid`, `dot` and `graphml` are diagrams (see `graphmem.diagrams`).
+    `mermaid`, `dot` and `graphml` are diagrams (see `graphmem.domain.diagrams`).
 
     Args:
         progress: called with the number of records written since its last call.

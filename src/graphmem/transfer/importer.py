@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import IO, Any, Literal
 
-from graphmem.errors import ImportFormatError, InvalidInputError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, Relation
-from graphmem.storage.jsonl_format import EntityRecord, OtherRecord, RelationRecord, decode_line, encode_value
+from graphmem.core.errors import ImportFormatError, InvalidInputError
+from graphmem.core.models import Entity, Relation
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.storage.jsonl.format import EntityRecord, OtherRecord, RelationRecord, decode_line, encode_value
 from graphmem.transfer.json_document import DECODER, SECTIONS, document_items, looks_like_document
 from graphmem.transfer.streams import LONE_SURROGATE, PROGRESS_BYTES, Progress, StreamError
 

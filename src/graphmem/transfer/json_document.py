@@ -7,8 +7,8 @@ import re
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
-from graphmem.errors import InvalidInputError
-from graphmem.storage.jsonl_format import finite_float, reject_json_constant
+from graphmem.core.errors import InvalidInputError
+from graphmem.storage.jsonl.format import finite_float, reject_json_constant
 
 __all__ = ["DECODER", "SECTIONS", "document_items", "looks_like_document"]
 

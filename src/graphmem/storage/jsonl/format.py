@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring as _quote  # the C quoting that dumps uses with ensure_ascii=False
 from typing import Any, NoReturn
 
-from graphmem.errors import ImportFormatError
-from graphmem.models import Entity, Relation
+from graphmem.core.errors import ImportFormatError
+from graphmem.core.models import Entity, Relation
 
 __all__ = [
     "EntityRecord",

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from graphmem.errors import EntityNotFoundError, InvalidInputError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Graph, Relation
-from graphmem.navigation import canonical_names
+from graphmem.core.errors import EntityNotFoundError, InvalidInputError
+from graphmem.core.models import Graph, Relation
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.navigation import canonical_names
 
 __all__ = [
     "MAX_STEPS",

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from graphmem.graph import KnowledgeGraph
-from graphmem.saving import DEFAULT_ENTITY_IMPORTANCE
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.saving import DEFAULT_ENTITY_IMPORTANCE
 from graphmem.storage.base import EntitySummary
 
 __all__ = ["MAX_CONNECTED_NAMES", "Analytics", "analytics"]

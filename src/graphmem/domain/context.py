@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, Graph
-from graphmem.observation_text import context_order
+from graphmem.core.models import Entity, Graph
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.observation_text import context_order
 
 __all__ = ["ContextInfo", "context_info"]
 

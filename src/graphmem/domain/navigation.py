@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from graphmem.errors import EntityNotFoundError, InvalidInputError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, Relation
-from graphmem.observations import ObservationRecord, history_of, records_of
+from graphmem.core.errors import EntityNotFoundError, InvalidInputError
+from graphmem.core.models import Entity, Relation
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.observations import ObservationRecord, history_of, records_of
 
 __all__ = [
     "EntityDescription",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphmem.limits import Limits
+from graphmem.core.limits import Limits
 
 __all__ = [
     "BOUNDED_GRAPH_RESULT",

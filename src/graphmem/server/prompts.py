@@ -4,7 +4,7 @@ Spec 000 recommends a system prompt for using the memory tools (retrieval, stora
 maintenance); spec 003 gives one for chat personalization (identify the user,
 remember, watch five kinds of facts, update). Both are offered here as MCP prompts,
 in clearer words but with the specs' steps. Like the instructions, they name only the
-tools the server lists. `server.py` turns them into MCP types.
+tools the server lists. `prompt_handlers.py` turns them into MCP types.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from graphmem.errors import InvalidInputError
-from graphmem.instructions import name_tools
+from graphmem.core.errors import InvalidInputError
+from graphmem.server.instructions import name_tools
 
 __all__ = ["PROMPTS", "DEFAULT_USER", "Prompt", "PromptArgument", "render_prompt"]
 

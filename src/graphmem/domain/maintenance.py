@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from graphmem.errors import EntityNotFoundError, InvalidInputError, RelationNotFoundError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity, Relation
-from graphmem.observations import NewObservation, change_observations, new_records, with_records
-from graphmem.timestamps import new_metadata, now_iso, touched
+from graphmem.core.errors import EntityNotFoundError, InvalidInputError, RelationNotFoundError
+from graphmem.core.models import Entity, Relation
+from graphmem.core.timestamps import new_metadata, now_iso, touched
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.observations import NewObservation, change_observations, new_records, with_records
 
 __all__ = [
     "Compacted",

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from graphmem.errors import StorageBusyError
+from graphmem.core.errors import StorageBusyError
 from graphmem.storage import Store
 
 __all__ = ["ATTEMPT_WAIT_SECONDS", "LOCK_WAIT_SECONDS", "StoreAccess"]

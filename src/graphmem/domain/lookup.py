@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from graphmem.errors import InvalidInputError
-from graphmem.graph import KnowledgeGraph
-from graphmem.models import Entity
+from graphmem.core.errors import InvalidInputError
+from graphmem.core.models import Entity
+from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage.entity_query import Direction, EntityQuery, Sort, importance_of, instant, thread_of
 
 # The metadata the look-ups filter on, read as the tools show it (the one reading, in storage).

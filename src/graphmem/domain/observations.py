@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from graphmem.errors import InvalidInputError
-from graphmem.models import Entity
-from graphmem.observation_text import ARCHIVED, parse_observation
+from graphmem.core.errors import InvalidInputError
+from graphmem.core.models import Entity
+from graphmem.core.timestamps import touched
+from graphmem.domain.observation_text import ARCHIVED, parse_observation
 from graphmem.storage.base import Store
-from graphmem.timestamps import touched
 
 __all__ = [
     "NewObservation",

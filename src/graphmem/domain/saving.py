@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from graphmem import validation
-from graphmem.graph import KnowledgeGraph
-from graphmem.limits import Limits
-from graphmem.models import Entity, Relation
-from graphmem.observations import NewObservation, change_observations, new_records, with_records
-from graphmem.timestamps import new_metadata, now_iso, touched
+from graphmem.core import validation
+from graphmem.core.limits import Limits
+from graphmem.core.models import Entity, Relation
+from graphmem.core.timestamps import new_metadata, now_iso, touched
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.observations import NewObservation, change_observations, new_records, with_records
 
 __all__ = [
     "DEFAULT_CONFIDENCE",

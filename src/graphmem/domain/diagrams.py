@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from graphmem.models import Entity, Relation
+from graphmem.core.models import Entity, Relation
 
 __all__ = ["graphml_chunks", "mermaid_chunks", "dot_chunks"]
 

@@ -42,12 +42,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graphmem.errors import ImportFormatError, StorageBusyError, StorageError
-from graphmem.models import Entity, Relation
+from graphmem.core.errors import ImportFormatError, StorageBusyError, StorageError
+from graphmem.core.models import Entity, Relation
 from graphmem.storage.base import AnalyticsRows, EntitySummary, FieldHits, StoreCounts, map_backend_errors
 from graphmem.storage.entity_query import EntityQuery, answer_in_python
 from graphmem.storage.files import fsync_directory
-from graphmem.storage.jsonl_format import (
+from graphmem.storage.jsonl.format import (
     EntityRecord,
     OtherRecord,
     RelationRecord,
@@ -67,7 +67,8 @@ from graphmem.storage.words import (
 
 __all__ = ["JsonlStore"]
 
-logger = logging.getLogger(__name__)
+# The name MCP clients see on logging notifications; it stayed when the module moved into a package.
+logger = logging.getLogger("graphmem.storage.jsonl")
 
 # How long a transaction waits for another process's lock before giving up; as long as
 # SQLite's busy timeout, because an agent would rather wait than fail.

@@ -1,0 +1,8 @@
+"""The values every layer shares, importing nothing else from graphmem.
+
+models.py      the knowledge graph's value types: frozen dataclasses with no I/O
+errors.py      every exception graphmem raises, under `GraphmemError`
+limits.py      the documented limits on what one call may send
+timestamps.py  times as the metadata writes them: ISO 8601 in UTC, to the millisecond
+validation.py  the quality rules that keep what a model saves atomic and connected
+"""

@@ -1,0 +1,184 @@
+"""The graph's searches: ranked names under the search policy, and the entities they name."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from graphmem.core.errors import InvalidInputError
+from graphmem.core.models import (
+    Entity,
+    Graph,
+    GraphPage,
+    Relation,
+)
+from graphmem.domain import search
+from graphmem.domain.reading import Reads
+
+__all__ = ["RankedNames", "Searches"]
+
+
+@dataclass(frozen=True, slots=True)
+class RankedNames:
+    """A search's answer by name, best first (perhaps only its start), and its whole length."""
+
+    names: tuple[str, ...]
+    total: int
+    more: bool = False
+    """More entities match than `total` counts (see `SearchResult.more`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _IndexedGraph:
+    """A small memory's whole graph in wire form, indexed by name: the entities of each name,
+    and the positions of the relations touching it."""
+
+    version: Hashable
+    entity_count: int
+    entities_by_name: dict[str, list[dict[str, Any]]]
+    relations: list[dict[str, Any]]
+    relations_by_name: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, version: Hashable, wire: dict[str, list[dict[str, Any]]]) -> _IndexedGraph:
+        entities_by_name: dict[str, list[dict[str, Any]]] = {}
+        for entity in wire["entities"]:
+            # A JSONL file may hold two entities under one name; the official search returns both.
+            entities_by_name.setdefault(entity["name"], []).append(entity)
+        relations_by_name: dict[str, list[int]] = {}
+        for position, relation in enumerate(wire["relations"]):
+            relations_by_name.setdefault(relation["from"], []).append(position)
+            if relation["to"] != relation["from"]:
+                relations_by_name.setdefault(relation["to"], []).append(position)
+        return cls(version, len(wire["entities"]), entities_by_name, wire["relations"], relations_by_name)
+
+
+class Searches(Reads):
+    """The searches of `KnowledgeGraph`: ranked names, and the entities they name."""
+
+    _indexed: _IndexedGraph | None
+    """A small memory's whole graph indexed by name, and the memory version it was read at."""
+
+    def search_nodes(
+        self,
+        query: str | Sequence[str],
+        *,
+        entity_type: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> Graph:
+        """Entities matching the query, best first, and the relations touching them.
+
+        Args:
+            query: a query, or a list of queries of which an entity may match any.
+            entity_type: only entities of exactly this type.
+            limit: at most this many entities (the best); without it, every entity that
+                contains a query and the best few that match only some of its words.
+            offset: how many entities of that order to skip first.
+
+        Raises:
+            InvalidInputError: an argument is out of range (nothing is searched).
+        """
+        return self.search_page(query, entity_type=entity_type, limit=limit, offset=offset).graph
+
+    def search_page(
+        self,
+        query: str | Sequence[str],
+        *,
+        entity_type: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        load_at_most: int | None = None,
+    ) -> GraphPage:
+        """`search_nodes`, loading at most the first `load_at_most` of the entities it ranks.
+
+        The page's `total_entities` is how many names the search ranked (after `offset`
+        and `limit`), so a caller that cannot show them all knows how many it left out
+        without loading them.
+        """
+        with self.store.read():  # one snapshot for the ranking and the entities
+            ranked = self.rank_search(
+                query, entity_type=entity_type, limit=limit, offset=offset, named_at_most=load_at_most
+            )
+            return GraphPage(self.load_ranked(ranked.names), offset, ranked.total)
+
+    def rank_search(
+        self,
+        query: str | Sequence[str],
+        *,
+        entity_type: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        named_at_most: int | None = None,
+    ) -> RankedNames:
+        """The names `search_nodes` answers with, best first, the first `named_at_most` of them,
+        and how many there are in all.
+
+        Raises:
+            InvalidInputError: an argument is out of range (nothing is searched).
+        """
+        queries = [query] if isinstance(query, str) else list(query)
+        if not queries:
+            raise InvalidInputError("query", "is an empty list; give a query, or a list of at least one.")
+        self._check_batch("query", queries, self.limits.max_search_queries)
+        for index, text in enumerate(queries):
+            field = "query" if isinstance(query, str) else f"query[{index}]"
+            self._check_text(field, text, self.limits.max_query_length)
+        if entity_type is not None:
+            self._check_name("entityType", entity_type)
+        if limit is not None and not 1 <= limit <= self.limits.max_page_size:
+            raise InvalidInputError(
+                "limit", f"is {limit}; give a number from 1 to {self.limits.max_page_size}, or leave it out."
+            )
+        if not 0 <= offset <= self.limits.max_offset:
+            raise InvalidInputError("offset", f"is {offset}; give a number from 0 to {self.limits.max_offset}.")
+        plan = search.word_search(queries, entity_type=entity_type, limit=limit, offset=offset)
+        with self.store.read():
+            # The store ranks and cuts, so only the entities answered are named.
+            result = self.store.search_entities(replace(plan, named_at_most=named_at_most))
+        return RankedNames(tuple(hit.name for hit in result.hits), result.total, result.more)
+
+    def official_subgraph(self, names: Sequence[str], at_most: int) -> dict[str, list[dict[str, Any]]] | None:
+        """`load_ranked(names).to_wire()` cut from `official_graph(at_most)`, or None when the
+        memory holds more than `at_most` entities.
+
+        On a small memory the whole graph's wire form is kept by the store until a write:
+        picking the named entities and their relations from it, through an index by name
+        kept as long as the memory is unchanged, costs a fraction of loading them and
+        building entity and relation objects.
+        """
+        whole = self._whole_graph(at_most)
+        if whole is None:
+            return None
+        positions = sorted({p for name in set(names) for p in whole.relations_by_name.get(name, ())})
+        return {
+            "entities": [entity for name in names for entity in whole.entities_by_name.get(name, ())],
+            "relations": [whole.relations[p] for p in positions],
+        }
+
+    def _whole_graph(self, at_most: int) -> _IndexedGraph | None:
+        version = self.version()
+        kept = self._indexed
+        if kept is None or version is None or kept.version != version:
+            wire = self.official_graph(at_most)
+            if wire is None:
+                return None
+            kept = _IndexedGraph.of(version, wire)
+            # Read inside a write (no version), it may still roll back: not kept.
+            self._indexed = None if version is None else kept
+        return kept if kept.entity_count <= at_most else None
+
+    def load_ranked(self, names: Sequence[str]) -> Graph:
+        """The named entities in the order given, and every relation touching them (for an
+        answer: without the relations' extra keys)."""
+        with self.store.read():
+            entities = self.store.get_entities(names)
+            # A JSONL file may hold two entities under one name; the official search returns both.
+            by_name: dict[str, list[Entity]] = {}
+            for entity in entities:
+                by_name.setdefault(entity.name, []).append(entity)
+            ranked = tuple(entity for name in names for entity in by_name.get(name, ()))
+            # Keys, not whole relations: an answer never shows a relation's extra keys.
+            relations = tuple(Relation(*key) for key in self.store.relation_keys_touching(names))
+        return Graph(ranked, relations)

@@ -1,0 +1,237 @@
+"""The graph's writes: create, add, delete and import, each one store transaction.
+
+What the official server does (dedup of entities by name and relations by key, cascade
+on delete, add_observations on a missing entity fails whole) and what graphmem adds
+(duplicates within one batch stored once, first wins; what was skipped is reported).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from graphmem.core.errors import DanglingRelationError, EntityNotFoundError
+from graphmem.core.models import (
+    AddedObservations,
+    DeleteOutcome,
+    Entity,
+    ObservationAddition,
+    ObservationDeletion,
+    Relation,
+)
+from graphmem.core.timestamps import new_metadata, now_iso
+from graphmem.domain.observations import (
+    NewObservation,
+    change_observations,
+    new_records,
+    with_records,
+    without_archived,
+)
+from graphmem.domain.reading import Reads, distinct
+
+__all__ = ["CreatedEntities", "CreatedRelations", "Writes"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedEntities:
+    created: tuple[Entity, ...]
+    skipped: tuple[str, ...]
+    """Names not created because they exist already or repeat an earlier item of the batch."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedRelations:
+    created: tuple[Relation, ...]
+    missing_entities: tuple[str, ...]
+    """Endpoint names of the new relations that are not entities in memory."""
+
+
+class Writes(Reads):
+    """The writes of `KnowledgeGraph`: each one store transaction, all or nothing."""
+
+    def create_entities(self, entities: Sequence[Entity]) -> CreatedEntities:
+        """Create the entities whose names are new; skip (and report) the others."""
+        self._check_entities(entities)
+        now = now_iso()
+        with self.store.write():
+            existing = self.store.existing_names([entity.name for entity in entities])
+            created: list[Entity] = []
+            skipped: list[str] = []
+            seen: set[str] = set()
+            for entity in entities:
+                if entity.name in existing or entity.name in seen:
+                    skipped.append(entity.name)
+                    continue
+                seen.add(entity.name)
+                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now))
+                texts = [NewObservation(content) for content in distinct(entity.observations)]
+                created.append(with_records(fresh, *new_records(texts, now)))
+            self.store.insert_entities(created)
+        return CreatedEntities(tuple(created), tuple(distinct(skipped)))
+
+    def create_relations(self, relations: Sequence[Relation]) -> CreatedRelations:
+        """Create the relations that are new; note endpoints that are not entities.
+
+        Raises:
+            DanglingRelationError: in strict mode, when an endpoint is missing (nothing saved).
+        """
+        self._check_relations("relations", relations)
+        with self.store.write():
+            # An endpoint given by alias is stored under its entity's name.
+            resolved = self.resolve_names(
+                distinct(name for relation in relations for name in (relation.from_, relation.to))
+            )
+            now = now_iso()
+            unique = list(
+                _first_per_key(
+                    Relation(
+                        resolved.get(r.from_, r.from_), resolved.get(r.to, r.to), r.relation_type, new_metadata(now)
+                    )
+                    for r in relations
+                )
+            )
+            existing = self.store.existing_relations([relation.key for relation in unique])
+            created = [relation for relation in unique if relation.key not in existing]
+            endpoints = distinct(name for relation in created for name in (relation.from_, relation.to))
+            missing = [name for name in endpoints if name not in resolved]
+            if missing and self.strict:
+                raise DanglingRelationError(missing)
+            self.store.insert_relations(created)
+        return CreatedRelations(tuple(created), tuple(missing))
+
+    def add_observations(self, additions: Sequence[ObservationAddition]) -> list[AddedObservations]:
+        """Append observations each entity does not have yet.
+
+        Raises:
+            EntityNotFoundError: an entity of the batch does not exist (nothing saved).
+        """
+        self._check_batch("observations", additions)
+        for index, addition in enumerate(additions):
+            self._check_name(f"observations[{index}].entityName", addition.entity_name)
+            self._check_observations(f"observations[{index}].contents", addition.contents)
+        results: list[AddedObservations] = []
+        now = now_iso()
+        with self.store.write():
+            # The batch may name one entity twice: later items see what earlier ones added.
+            resolved = self.resolve_names(distinct(addition.entity_name for addition in additions))
+            for index, addition in enumerate(additions):
+                name = resolved.get(addition.entity_name)
+                if name is None:
+                    raise EntityNotFoundError(addition.entity_name)
+                corrects = list(addition.supersedes) + [None] * (len(addition.contents) - len(addition.supersedes))
+                new = [NewObservation(content, old) for content, old in zip(addition.contents, corrects, strict=False)]
+                change = change_observations(self.store, name, new, (), now, f"observations[{index}].supersedes")
+                results.append(AddedObservations(name, change.added))
+        return results
+
+    def delete_entities(self, names: Sequence[str]) -> DeleteOutcome:
+        """Delete entities with every relation that touches them; unknown names are ignored."""
+        self._check_names("entityNames", names)
+        unique = distinct(names)
+        with self.store.write():
+            present = self.store.existing_names(unique)
+            # Relations touching a name are deleted even when the entity never existed,
+            # as the official server does for dangling relations.
+            deleted = self.store.delete_entities(unique)
+        missing = tuple(name for name in unique if name not in present)
+        return DeleteOutcome(len(unique), deleted, missing)
+
+    def delete_observations(self, deletions: Sequence[ObservationDeletion]) -> DeleteOutcome:
+        """Remove the listed observations; unknown entities and texts are ignored."""
+        self._check_batch("deletions", deletions)
+        for index, deletion in enumerate(deletions):
+            self._check_name(f"deletions[{index}].entityName", deletion.entity_name)
+            self._check_observations(f"deletions[{index}].observations", deletion.observations)
+        requested = deleted = 0
+        missing: list[str] = []
+        with self.store.write():
+            resolved = self.resolve_names(distinct(deletion.entity_name for deletion in deletions))
+            now = now_iso()
+            for index, deletion in enumerate(deletions):
+                contents = distinct(deletion.observations)
+                requested += len(contents)
+                if deletion.entity_name not in resolved:
+                    missing.append(deletion.entity_name)
+                    continue
+                name = resolved[deletion.entity_name]
+                deleted += change_observations(self.store, name, (), contents, now, f"deletions[{index}]").removed
+        return DeleteOutcome(requested, deleted, tuple(distinct(missing)))
+
+    def delete_relations(self, relations: Sequence[Relation]) -> DeleteOutcome:
+        """Delete relations that match exactly; the rest are ignored."""
+        self._check_relations("relations", relations)
+        keys = _unique_keys(relations)
+        with self.store.write():
+            deleted = self.store.delete_relations(keys)
+        return DeleteOutcome(len(keys), deleted)
+
+    def import_graph(self, entities: Iterable[Entity], relations: Iterable[Relation]) -> tuple[int, int]:
+        """Bulk-load entities and relations (merging into what exists) in one transaction.
+
+        Entities whose name exists get the observations they lack; relations are
+        added unless they exist. No per-call limits apply: this is not a tool.
+
+        Returns:
+            how many entities and relations were new.
+        """
+        new_entities = new_relations = 0
+        with self.store.write():
+            for chunk in _chunks(entities, 1000):
+                by_name: dict[str, Entity] = {}
+                extra: dict[str, list[str]] = {}
+                for entity in chunk:
+                    if entity.name in by_name:
+                        extra.setdefault(entity.name, []).extend(entity.observations)
+                    else:
+                        by_name[entity.name] = entity
+                existing = self.store.existing_names(list(by_name))
+                # Archived facts are kept but not shown, from the moment they arrive.
+                fresh = [
+                    without_archived(
+                        Entity(entity.name, entity.entity_type, tuple(distinct(entity.observations)), entity.extra)
+                    )
+                    for name, entity in by_name.items()
+                    if name not in existing
+                ]
+                self.store.insert_entities(fresh)
+                new_entities += len(fresh)
+                for name, entity in by_name.items():
+                    more = list(entity.observations) if name in existing else []
+                    more += extra.get(name, [])
+                    if more:
+                        have = set(self.store.observations_of(name) or [])
+                        self.store.append_observations(name, [c for c in distinct(more) if c not in have])
+            for relation_chunk in _chunks(relations, 1000):
+                unique = list(_first_per_key(relation_chunk))
+                existing_keys = self.store.existing_relations([relation.key for relation in unique])
+                fresh_relations = [relation for relation in unique if relation.key not in existing_keys]
+                self.store.insert_relations(fresh_relations)
+                new_relations += len(fresh_relations)
+        return new_entities, new_relations
+
+
+def _first_per_key(relations: Iterable[Relation]) -> Iterator[Relation]:
+    """The relations of a batch with a repeated key dropped (the first one wins)."""
+    seen: set[tuple[str, str, str]] = set()
+    for relation in relations:
+        if relation.key not in seen:
+            seen.add(relation.key)
+            yield relation
+
+
+def _unique_keys(relations: Sequence[Relation]) -> list[tuple[str, str, str]]:
+    return list(dict.fromkeys(relation.key for relation in relations))
+
+
+def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

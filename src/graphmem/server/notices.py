@@ -1,0 +1,72 @@
+"""Notices from the server to its clients: resource updates and the log records they asked for."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import cast
+
+import anyio
+import mcp_types as types
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.session import ServerSession
+
+from graphmem.server.client_log import python_level
+from graphmem.server.state import AppState
+
+
+def connection_of(session: ServerSession) -> Connection:
+    """The client connection behind a request's session."""
+    # The SDK builds a new ServerSession for every request, so a subscription keyed on
+    # one would be forgotten as soon as the subscribe request ends; the connection it
+    # wraps lives as long as the client does.
+    connection: Connection = session._connection
+    return connection
+
+
+_Notice = types.ResourceUpdatedNotification | types.LoggingMessageNotification
+
+
+async def notify(ctx: ServerRequestContext[AppState], connection: Connection, notification: _Notice) -> None:
+    """Send a notice to a connection; to the caller's own on its request's stream.
+
+    On Streamable HTTP a notice on the connection's own stream (the client's GET) may
+    arrive after the answer to the call that caused it; on the request's stream (the
+    POST's answer) it arrives first, as it does over stdio and TCP. Never raises: a
+    client that has gone just misses it.
+    """
+    if connection is connection_of(ctx.session):
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
+    elif isinstance(notification, types.ResourceUpdatedNotification):
+        await connection.send_resource_updated(notification.params.uri)
+    else:
+        params = notification.params.model_dump(mode="json", by_alias=True, exclude_none=True)
+        await connection.notify(notification.method, params)
+
+
+async def send_logs(ctx: ServerRequestContext[AppState]) -> None:
+    """Send the log records collected so far to each connection whose level they reach."""
+    state = ctx.lifespan_context
+    records = state.relay.drain()
+    for connection, level in list(state.log_levels.items()):
+        for record in records:
+            if record.levelno >= level:
+                # A notification of our own rather than the SDK's log helpers, which warn
+                # that logging is deprecated from protocol 2026-07-28 on; this client asked for it.
+                params = types.LoggingMessageNotificationParams(
+                    level=cast(types.LoggingLevel, record.level), logger=record.logger, data=record.message
+                )
+                await notify(ctx, connection, types.LoggingMessageNotification(params=params))
+
+
+async def set_logging_level(
+    ctx: ServerRequestContext[AppState], params: types.SetLevelRequestParams
+) -> types.EmptyResult:
+    """logging/setLevel: send this connection the log records from that level up."""
+    # A level outside MCP's eight never gets here: the SDK checks a spec method's
+    # params against the protocol's schema first and answers Invalid params.
+    state = ctx.lifespan_context
+    state.log_levels[connection_of(ctx.session)] = python_level(params.level)
+    state.relay.listen_from(min(state.log_levels.values()))
+    return types.EmptyResult()

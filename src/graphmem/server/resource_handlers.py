@@ -1,0 +1,149 @@
+"""The resources: the whole graph and one entity by name, read and subscribed to."""
+
+from __future__ import annotations
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from graphmem.core.errors import GraphmemError
+from graphmem.server.notices import connection_of, notify, send_logs
+from graphmem.server.state import AppState
+from graphmem.tools import dump_json
+from graphmem.tools.resources import ENTITY_PREFIX, ENTITY_TEMPLATE, GRAPH_URI, entity_document, entity_name
+
+_ENTITY_TEMPLATE = types.ResourceTemplate(
+    uri_template=ENTITY_TEMPLATE,
+    name="entity",
+    title="Entity",
+    description=(
+        "One entity with its observations and every relation touching it. {name} is the entity's "
+        "name or one of its aliases, URL-encoded (an entity named 'a/b c' is memory://entity/a%2Fb%20c)."
+    ),
+    mime_type="application/json",
+)
+
+
+async def list_resources(
+    ctx: ServerRequestContext[AppState], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    """resources/list: the whole knowledge graph."""
+    return types.ListResourcesResult(
+        resources=[
+            types.Resource(
+                uri=GRAPH_URI,
+                name="knowledge-graph",
+                title="Knowledge Graph",
+                description="The full knowledge graph with all entities and relations",
+                mime_type="application/json",
+            )
+        ]
+    )
+
+
+async def list_resource_templates(
+    ctx: ServerRequestContext[AppState], params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    """resources/templates/list: one entity by name."""
+    return types.ListResourceTemplatesResult(resource_templates=[_ENTITY_TEMPLATE])
+
+
+async def read_resource(
+    ctx: ServerRequestContext[AppState], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    """resources/read: the graph, or one entity with its relations."""
+    state = ctx.lifespan_context
+    uri = str(params.uri)
+    try:
+        text = await _read_resource_text(state, uri)
+    finally:
+        # A JSONL memory another process rewrote is read again here, and may warn.
+        if state.relay.has_pending():
+            await send_logs(ctx)
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+    )
+
+
+async def subscribe(ctx: ServerRequestContext[AppState], params: types.SubscribeRequestParams) -> types.EmptyResult:
+    """resources/subscribe: this connection hears when a write changes the resource."""
+    state = ctx.lifespan_context
+    uri = str(params.uri)
+    name = _entity_name(uri)
+    if name is not None and uri not in state.entity_texts:
+        # The entity as it is now, so that a later write can tell whether it changed it.
+        state.entity_texts[uri] = await _entity_text(state, name)
+    state.subscribers.setdefault(connection_of(ctx.session), set()).add(uri)
+    return types.EmptyResult()
+
+
+async def unsubscribe(ctx: ServerRequestContext[AppState], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+    """resources/unsubscribe: this connection stops hearing of the resource."""
+    ctx.lifespan_context.subscribers.get(connection_of(ctx.session), set()).discard(str(params.uri))
+    return types.EmptyResult()
+
+
+def _entity_name(uri: str) -> str | None:
+    try:
+        return entity_name(uri)
+    except GraphmemError as error:
+        raise MCPError(types.INVALID_PARAMS, str(error)) from None
+
+
+async def _entity_text(state: AppState, name: str) -> str | None:
+    try:
+        return await state.run(entity_document, state.tools.graph, name, writes=False)
+    except GraphmemError as error:
+        # A name over the length limit, say: no entity can have it.
+        raise MCPError(types.INVALID_PARAMS, str(error)) from None
+
+
+async def _read_resource_text(state: AppState, uri: str) -> str:
+    if uri == GRAPH_URI:
+        graph = await state.run(state.tools.graph.read_graph, writes=False)
+        return dump_json(graph.to_wire())
+    name = _entity_name(uri)
+    if name is None:
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"Resource {uri} not found; call resources/list and resources/templates/list to see the resources.",
+        )
+    text = await _entity_text(state, name)
+    if text is None:
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"Entity with name {name} not found ({uri}). Names are exact and case-sensitive (an alias "
+            "works too); find them with search_nodes, or in the resource memory://knowledge-graph.",
+        )
+    return text
+
+
+async def notify_updated(ctx: ServerRequestContext[AppState]) -> None:
+    """Tell every session subscribed to a resource that a write changed it.
+
+    As the official server does, this goes out before the tool's own answer. The graph
+    resource changes with every write; an entity's resource when its text changed,
+    which costs one read per subscribed entity and write, and nothing without one.
+    """
+    state = ctx.lifespan_context
+    subscriptions = list(state.subscribers.items())
+    watched = {uri for _, uris in subscriptions for uri in uris if uri.startswith(ENTITY_PREFIX)}
+    for uri in [uri for uri in state.entity_texts if uri not in watched]:
+        del state.entity_texts[uri]
+    changed = {GRAPH_URI}
+    for uri in sorted(watched):
+        name = entity_name(uri)
+        if name is None:  # pragma: no cover - watched holds entity URIs only
+            continue
+        try:
+            text = await state.run(entity_document, state.tools.graph, name, writes=False)
+        except GraphmemError:
+            continue  # subscribe() refused such a name; nothing to compare
+        if text != state.entity_texts.get(uri):
+            state.entity_texts[uri] = text
+            changed.add(uri)
+    for connection, uris in subscriptions:
+        # The graph's notice first, as the official server sends it; then the entities'.
+        for uri in sorted(uris & changed, key=lambda uri: (uri != GRAPH_URI, uri)):
+            notice = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
+            await notify(ctx, connection, notice)

@@ -1,0 +1,41 @@
+"""AppState: what the server holds while it runs, shared by every request handler."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from mcp.server.connection import Connection
+
+from graphmem.server.client_log import LogRelay
+from graphmem.server.store_access import StoreAccess
+from graphmem.tools import ToolContext
+from graphmem.tools.answers import AnswerCache
+
+T = TypeVar("T")
+
+
+@dataclass
+class AppState:
+    """What the server holds while it runs: the graph and who subscribed to what."""
+
+    tools: ToolContext
+    access: StoreAccess
+    """How calls reach the store: one at a time, waiting for other processes' locks between attempts."""
+    subscribers: weakref.WeakKeyDictionary[Connection, set[str]] = field(default_factory=weakref.WeakKeyDictionary)
+    """The resource URIs each client connection subscribed to."""
+    entity_texts: dict[str, str | None] = field(default_factory=dict)
+    """The last text of each subscribed entity resource, to tell whether a write changed it."""
+    log_levels: weakref.WeakKeyDictionary[Connection, int] = field(default_factory=weakref.WeakKeyDictionary)
+    """The Python level from which each connection that sent logging/setLevel gets log messages."""
+    relay: LogRelay = field(default_factory=LogRelay)
+    call_time_limit: float = 0.0
+    """Seconds a tool call may run before the store stops it and rolls it back; 0: no limit."""
+    answers: AnswerCache = field(default_factory=AnswerCache)
+    """The answers of reusable read tools, kept while the memory is unchanged."""
+
+    async def run(self, fn: Callable[..., T], *args: Any, writes: bool = True) -> T:
+        """Run blocking graph code where the store's calls run (see `StoreAccess.run`)."""
+        return await self.access.run(fn, *args, writes=writes)

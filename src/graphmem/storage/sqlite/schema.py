@@ -1,0 +1,69 @@
+"""The SQLite schema: the migration scripts, and opening a file without writing to it."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import urllib.parse
+from importlib import resources
+from pathlib import Path
+
+
+def _migrations() -> list[tuple[int, str]]:
+    folder = resources.files("graphmem.storage") / "migrations" / "sqlite"
+    found = []
+    for item in folder.iterdir():
+        if item.name.endswith(".sql"):
+            found.append((int(item.name.split("_", 1)[0]), item.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+SCHEMA_VERSION = max(number for number, _ in _migrations())
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that never writes: the file, its folder and any -wal or -shm stay as they are."""
+    if not path.is_file():
+        raise FileNotFoundError(errno.ENOENT, "No such file", str(path))
+    address = f"file:{urllib.parse.quote(str(path.resolve()))}"
+    connection = sqlite3.connect(f"{address}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        connection.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return connection
+    except sqlite3.OperationalError:
+        connection.close()
+        wal = Path(f"{path}-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise
+    # A WAL database needs its -shm file, which a folder this user cannot write cannot
+    # hold. With no -wal file (or an empty one) every committed page is in the database
+    # itself, and nobody can be writing (no writer could create the -wal), so SQLite may
+    # read it as an unchanging file.
+    return sqlite3.connect(f"{address}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+
+
+def create_private_file(path: Path) -> None:
+    """Create `path` (and its missing parent folders) readable by the owner only, if it is new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements; `sqlite3.complete_statement` keeps triggers whole."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if not buffer and line.lstrip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements

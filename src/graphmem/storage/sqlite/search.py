@@ -1,0 +1,426 @@
+"""SQLiteStore's searches: the official substring search through the trigram index, and ranked word search."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from graphmem.storage.base import (
+    FieldHits,
+)
+from graphmem.storage.sqlite import ranking as sqlite_ranking
+from graphmem.storage.sqlite.ranking import term_query
+from graphmem.storage.sqlite.reads import _Reads
+from graphmem.storage.sqlite.text import (
+    escaped_json,
+    exact,
+    trigram_query,
+)
+from graphmem.storage.words import (
+    RANKED_AT_MOST,
+    SearchHit,
+    SearchResult,
+    Term,
+    WordSearch,
+    everywhere_count,
+    informative,
+    is_common,
+    is_everywhere,
+)
+
+# Trigram FTS5 can only look up needles of at least three characters; shorter ones scan.
+_TRIGRAM = 3
+
+
+_WALK_CHUNK = 128
+
+
+# An entity's word-index document: name, aliases (text items of extra's `aliases`, a
+# list or a single string), type, and its observations in order, one per line.
+_REBUILD_DOCUMENTS = f"""
+INSERT INTO entity_words (rowid, name, aliases, entity_type, observations)
+SELECT e.id, e.name,
+    CASE WHEN json_valid(e.extra) THEN coalesce(
+        (SELECT group_concat({exact("value")}, char(10))
+            FROM json_each({escaped_json("e.extra")}, '$.aliases') WHERE type = 'text'), ''
+    ) ELSE '' END,
+    e.entity_type,
+    coalesce((SELECT group_concat(content, char(10)) FROM
+        (SELECT content FROM observations AS o WHERE o.entity_id = e.id ORDER BY o.id)), '')
+FROM entities AS e WHERE e.id IN (SELECT entity_id FROM entity_words_stale)
+"""
+
+
+def _fts_query(terms: Sequence[Term]) -> str | None:
+    """The FTS5 query for a word search: any of the terms, each a word or a word prefix."""
+    if not terms:
+        return None
+    return " OR ".join(map(term_query, terms))
+
+
+# Up to this many entities holding a word, checking each is cheaper than the trigram walk.
+_WORD_CANDIDATES = 200
+
+
+# A word the word index holds as it is (ASCII letters and digits), and the characters that
+# end a word in both the index's tokenizer and this check (ASCII, not letters, digits or _).
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+
+_WORD_ENDS = frozenset(" \t\n\r!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~")
+
+
+def _word_inside(needle: str) -> Term | None:
+    """The longest word every text containing the needle holds in the word index, or None.
+
+    A word of the needle with a word-ending character on each side inside the needle
+    ("4321" in "#4321-1") is a word of its own in any text that contains the needle. A
+    number ending the needle, with a word-ending character before it ("4321" in
+    "entity-4321"), starts a word of any such text ("entity-43210"): a prefix term. Only
+    a number: the index stems words, and the stem of a longer word need not start with
+    the stem of its start ("generalization" is "gener", not "genera..."), while a number
+    is never stemmed. So the word index lists every entity whose texts could contain it.
+    """
+    words = []
+    for match in _ASCII_WORD.finditer(needle):
+        if match.start() == 0 or needle[match.start() - 1] not in _WORD_ENDS:
+            continue
+        if match.end() < len(needle):
+            if needle[match.end()] in _WORD_ENDS:
+                words.append(Term(match.group()))
+        elif match.group().isdigit():
+            words.append(Term(match.group(), prefix=True))
+    return max(words, key=lambda term: len(term.word)) if words else None
+
+
+@dataclass(frozen=True, slots=True)
+class _OfficialQuery:
+    """One query for the ids of entities containing a needle (the official match)."""
+
+    sql: str
+    params: dict[str, Any]
+    newest_first: str
+    """The ORDER BY that walks the rows newest first, cheaply (a rowid, walked backwards)."""
+    in_names: bool
+    """It looks in names and types (else in observations)."""
+
+
+def _official_queries(search: WordSearch, selective: Callable[[Term], bool]) -> list[_OfficialQuery]:
+    """Queries for the ids of the entities containing a needle (the official match).
+
+    `selective(word)` says whether the word index's entities for a word are few enough to
+    check each one. The observation queries give an entity once per matching row (see
+    `SQLiteStore._walk_official`).
+    """
+    of_type = " AND e.entity_type = :type" if search.entity_type is not None else ""
+    join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
+    queries: list[_OfficialQuery] = []
+    for needle in dict.fromkeys(search.needles):
+        params = {"needle": needle, "phrase": trigram_query(needle), "type": search.entity_type}
+        if not needle:
+            # Every text contains the empty string.
+            queries.append(_OfficialQuery("SELECT e.id FROM entities AS e WHERE 1" + of_type, params, "e.id", True))
+            continue
+        word = _word_inside(needle)
+        if word is not None and not selective(word):
+            word = None  # a word in many entities ("0" in every tag): the trigrams narrow better
+        if len(needle) >= _TRIGRAM:
+            # The trigram index narrows the rows; instr() keeps the answer exact.
+            entities = "entity_text JOIN entities AS e ON e.id = entity_text.rowid WHERE entity_text MATCH :phrase AND"
+            entities_newest = "entity_text.rowid"
+            observations = (
+                "observation_text JOIN observations AS o ON o.id = observation_text.rowid"
+                f"{join_entity} WHERE observation_text MATCH :phrase AND"
+            )
+            observations_newest = "observation_text.rowid"
+        else:
+            entities, entities_newest = "entities AS e WHERE", "e.id"
+            observations, observations_newest = f"observations AS o{join_entity} WHERE", "o.id"
+        if word is not None:
+            # Fewer candidates still: the entities whose names, types or observations hold
+            # that word. Common trigrams ("-1" in every tag, "ent" in every "entity-N" name)
+            # make the trigram index walk long lists.
+            params["name_word"] = f"{{name entity_type}} : {term_query(word)}"
+            entities = (
+                "entities AS e WHERE e.id IN (SELECT rowid FROM entity_words WHERE entity_words MATCH :name_word) AND"
+            )
+            entities_newest = "e.id"
+            params["word"] = f"observations : {term_query(word)}"
+            observations = (
+                f"observations AS o{join_entity} WHERE o.entity_id IN"
+                " (SELECT rowid FROM entity_words WHERE entity_words MATCH :word) AND"
+            )
+            observations_newest = "o.id"
+        queries.append(
+            _OfficialQuery(
+                f"SELECT e.id FROM {entities} (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)"
+                + of_type,
+                params,
+                entities_newest,
+                True,
+            )
+        )
+        queries.append(
+            _OfficialQuery(
+                f"SELECT o.entity_id FROM {observations} instr(o.content_lc, :needle) > 0" + of_type,
+                params,
+                observations_newest,
+                False,
+            )
+        )
+    return queries
+
+
+def _newest_first(queries: list[_OfficialQuery]) -> list[_OfficialQuery]:
+    """The queries in the order of the newest-first walk: names and types before observations."""
+    return sorted(queries, key=lambda query: not query.in_names)
+
+
+class _Search(_Reads):
+    """The searches of `SQLiteStore`."""
+
+    def find_text(self, needle: str) -> dict[str, FieldHits]:
+        if len(needle) >= _TRIGRAM:
+            phrase = trigram_query(needle)
+            # The FTS match narrows the rows through the index; instr() keeps the answer
+            # exact whatever the tokenizer does with the phrase.
+            entity_rows = self._conn.execute(
+                "SELECT e.name, instr(e.name_lc, ?1) > 0, instr(e.type_lc, ?1) > 0, e.id"
+                " FROM entity_text JOIN entities AS e ON e.id = entity_text.rowid"
+                " WHERE entity_text MATCH ?2",
+                (needle, phrase),
+            ).fetchall()
+            observation_rows = self._conn.execute(
+                "SELECT e.name, count(*), e.id FROM observation_text"
+                " JOIN observations AS o ON o.id = observation_text.rowid"
+                " JOIN entities AS e ON e.id = o.entity_id"
+                " WHERE observation_text MATCH ?2 AND instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
+                (needle, phrase),
+            ).fetchall()
+        else:
+            entity_rows = self._conn.execute(
+                "SELECT name, instr(name_lc, ?1) > 0, instr(type_lc, ?1) > 0, id FROM entities"
+                " WHERE instr(name_lc, ?1) > 0 OR instr(type_lc, ?1) > 0",
+                (needle,),
+            ).fetchall()
+            observation_rows = self._conn.execute(
+                "SELECT e.name, count(*), e.id FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
+                " WHERE instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
+                (needle,),
+            ).fetchall()
+        hits: dict[str, FieldHits] = {}
+        for name, in_name, in_type, entity_id in entity_rows:
+            if in_name or in_type:
+                hits[name] = FieldHits(bool(in_name), bool(in_type), 0, entity_id)
+        for name, count, entity_id in observation_rows:
+            previous = hits.get(name)
+            if previous is None:
+                hits[name] = FieldHits(False, False, count, entity_id)
+            else:
+                hits[name] = FieldHits(previous.in_name, previous.in_type, count, entity_id)
+        return hits
+
+    def search_entities(self, search: WordSearch) -> SearchResult:
+        if self._writing:
+            # A search inside a write transaction sees what the transaction wrote. FTS5
+            # writes its statistics only at commit, so it ranks alone, and nothing is remembered.
+            self._refresh_word_index()
+            # The index holds one row per entity: the triggers' count saves a scan, except
+            # inside bulk_insert, which suspends them.
+            if self._bulk:
+                (rows,) = self._conn.execute("SELECT count(*) FROM entities").fetchone()
+            else:
+                rows = self._entity_count(None)
+            words = None
+        else:
+            rows, words = sqlite_ranking.index_size(self._conn, "entity_words")
+            (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+            self._term_counts.valid_for((version, rows))
+        end = None if search.limit is None else search.offset + search.limit
+        # The order is known to here; past it, only its length is (see named_at_most).
+        named_end = end if search.named_at_most is None else search.offset + search.named_at_most
+        if end is not None and named_end is not None:
+            named_end = min(end, named_end)
+        newest, complete = self._official_ids(search, RANKED_AT_MOST)
+        if not complete:
+            return self._newest_official(search, end, named_end, newest)
+        official = set(newest)
+        terms, counts = self._informative_terms(search.terms, rows)
+        query = _fts_query(terms)
+        # Words found everywhere ("#0-1" is "0" and "1", in every entity's tag) cannot tell
+        # entities apart: they neither order the whole-query matches nor add to them.
+        everywhere = bool(official) and bool(counts) and self._only_everywhere(terms, counts, rows)
+        rank_by = None if everywhere else query
+        ranked = [(i, True, score) for i, score in self._rank_official(search, rank_by, official, named_end)]
+        wanted = 0 if everywhere else search.max_word_matches if end is None else end - len(official)
+        best: list[tuple[int, float]] = []
+        if query and wanted > 0:
+            pruned = None
+            if words is not None:
+                # Words each in more entities than are worth scoring are scored among the newest.
+                choose = (
+                    sqlite_ranking.newest_matches
+                    if all(count > RANKED_AT_MOST for count in counts)
+                    else sqlite_ranking.best_matches
+                )
+                pruned = choose(
+                    self._conn, terms, counts, rows, words, search.weights, wanted, official, search.entity_type
+                )
+            best = pruned if pruned is not None else self._best_words(search, query, official, wanted)
+        length = len(official) + len(best)
+        if len(ranked) == len(official):
+            ranked += [(i, False, score) for i, score in best]
+        page = ranked[search.offset : named_end]
+        hits = self._hits(page)
+        total = max(0, (length if end is None else min(end, length)) - search.offset)
+        return SearchResult(hits, total)
+
+    def _hits(self, page: Sequence[tuple[int, bool, float]]) -> list[SearchHit]:
+        names = dict(
+            self._conn.execute(
+                "SELECT id, name FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps([i for i, _, _ in page]),),
+            ).fetchall()
+        )
+        return [SearchHit(names[i], is_official, score) for i, is_official, score in page]
+
+    def _newest_official(
+        self, search: WordSearch, end: int | None, named_end: int | None, first: list[int]
+    ) -> SearchResult:
+        """The answer when more than `RANKED_AT_MOST` entities contain a query: newest first.
+
+        Each match is found walking an index from its newest row: first the entities
+        whose name or type contains a query, then those whose observations do, each where
+        its most recent matching row is. A page costs what it shows, not what matches.
+        Without a limit the walk counts one past `RANKED_AT_MOST` (or the names wanted),
+        and `more` says that it stopped there. `first`: the start of that order, found
+        already (by `_official_ids`), which is often all that is needed.
+        """
+        if end is not None:
+            reach: int | None = end
+        elif named_end is not None:
+            reach = max(named_end, RANKED_AT_MOST) + 1
+        else:
+            reach = None  # every match asked for by name: walk them all
+        enough = reach is not None and len(first) >= reach
+        ids = first[:reach] if enough else self._walk_official(search, reach, first)
+        hits = self._hits([(entity_id, True, 0.0) for entity_id in ids[search.offset : named_end]])
+        if end is not None:
+            return SearchResult(hits, max(0, min(end, len(ids)) - search.offset))
+        more = reach is not None and len(ids) >= reach
+        return SearchResult(hits, max(0, len(ids) - search.offset), more=more)
+
+    def _rank_official(
+        self, search: WordSearch, query: str | None, official: set[int], upto: int | None
+    ) -> list[tuple[int, float]]:
+        """The official matches best first (by score, then creation), the first `upto` of them.
+
+        When only a few of many are wanted (a common word), SQLite ranks and cuts them,
+        so the thousands past the cut are neither sorted nor named in Python.
+        """
+        if upto is not None and upto < len(official) and query:
+            top = self._conn.execute(
+                "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?) AS score FROM entity_words"
+                " WHERE entity_words MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+                " ORDER BY score DESC, rowid LIMIT ?",
+                (*search.weights, query, json.dumps(sorted(official)), upto),
+            ).fetchall()
+            if len(top) == upto:
+                return top
+            # Every scored match is in `top`: the unscored ones follow in creation order.
+            seen = {entity_id for entity_id, _ in top}
+            return top + [(i, 0.0) for i in sorted(official - seen)[: upto - len(top)]]
+        scores = self._scores(search, query, official) if query and official else {}
+        ordered = sorted(official, key=lambda i: (-scores.get(i, 0.0), i))
+        return [(i, scores.get(i, 0.0)) for i in ordered[:upto]]
+
+    def _only_everywhere(self, terms: Sequence[Term], counts: Sequence[int], rows: int) -> bool:
+        """Whether every term is `is_everywhere`; counted further only when all are common."""
+        if not all(is_common(count, rows) for count in counts):
+            return False
+        at_least = everywhere_count(rows)
+        return all(is_everywhere(self._count_term(term, at_least), rows) for term in terms)
+
+    def _informative_terms(self, terms: Sequence[Term], rows: int) -> tuple[list[Term], list[int]]:
+        """The terms a query is ranked by (`words.informative`: none found nowhere, none
+        found in half of the rows or more unless all found are), and how many rows each
+        matches (counting stops at half: past that a term is common)."""
+        counts = [self._count_term(term, (rows + 1) // 2) for term in terms]
+        kept = informative(counts, rows)
+        return [terms[index] for index in kept], [counts[index] for index in kept]
+
+    def _count_term(self, term: Term, at_most: int) -> int:
+        if self._writing:
+            # Counts remembered before this write may be stale now.
+            return sqlite_ranking.count_term(self._conn, term, at_most)
+        return self._term_counts.count(self._conn, term, at_most)
+
+    def _selective_word(self, word: Term) -> bool:
+        """Whether at most `_WORD_CANDIDATES` entities hold `word` (counted once per index state)."""
+        return self._count_term(word, _WORD_CANDIDATES + 1) <= _WORD_CANDIDATES
+
+    def _official_ids(self, search: WordSearch, cap: int) -> tuple[list[int], bool]:
+        """Ids of the entities containing a needle, newest first (see `_newest_official`),
+        and whether that is all of them: it stops past `cap`."""
+        found = self._walk_official(search, cap + 1)
+        return found, len(found) <= cap
+
+    def _walk_official(self, search: WordSearch, reach: int | None, start: Sequence[int] = ()) -> list[int]:
+        """The first `reach` (or all) ids of the entities containing a needle, newest first.
+
+        `start`: the beginning of that order, when known. An entity with several matching
+        rows is met again further on: Python keeps its first, newest place, which costs a
+        third of what a DISTINCT does in SQLite (a temporary b-tree of every id).
+        """
+        found = dict.fromkeys(start)
+        for official in _newest_first(_official_queries(search, self._selective_word)):
+            if reach is not None and len(found) >= reach:
+                break
+            cursor = self._conn.execute(f"{official.sql} ORDER BY {official.newest_first} DESC", official.params)
+            try:
+                while (reach is None or len(found) < reach) and (chunk := cursor.fetchmany(_WALK_CHUNK)):
+                    for (entity_id,) in chunk:
+                        found[entity_id] = None
+                        if reach is not None and len(found) >= reach:
+                            break
+            finally:
+                cursor.close()
+        return list(found)
+
+    def _scores(self, search: WordSearch, query: str, ids: set[int]) -> dict[int, float]:
+        # "+rowid" keeps SQLite from running the FTS query once per id: one pass over
+        # the query's matches, and bm25() only for the rows asked about.
+        rows = self._conn.execute(
+            "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?) FROM entity_words"
+            " WHERE entity_words MATCH ? AND +rowid IN (SELECT value FROM json_each(?))",
+            (*search.weights, query, json.dumps(sorted(ids))),
+        )
+        return dict(rows.fetchall())
+
+    def _word_matches_sql(self, search: WordSearch) -> tuple[str, list[Any]]:
+        sql = "SELECT entity_words.rowid, -bm25(entity_words, ?, ?, ?, ?) AS score FROM entity_words"
+        params: list[Any] = [*search.weights]
+        if search.entity_type is not None:
+            sql += " JOIN entities AS e ON e.id = entity_words.rowid AND e.entity_type = ?"
+            params.append(search.entity_type)
+        return sql + " WHERE entity_words MATCH ?", params
+
+    def _best_words(self, search: WordSearch, query: str, exclude: set[int], limit: int) -> list[tuple[int, float]]:
+        """The best `limit` word matches outside `exclude`, SQLite ranking and cutting them."""
+        sql, params = self._word_matches_sql(search)
+        sql += (
+            " AND entity_words.rowid NOT IN (SELECT value FROM json_each(?))"
+            " ORDER BY score DESC, entity_words.rowid LIMIT ?"
+        )
+        return self._conn.execute(sql, (*params, query, json.dumps(sorted(exclude)), limit)).fetchall()
+
+    def _refresh_word_index(self) -> None:
+        """Rebuild the word-index documents of the entities the triggers marked as changed."""
+        if not self._conn.execute("SELECT EXISTS (SELECT 1 FROM entity_words_stale)").fetchone()[0]:
+            return
+        self._conn.execute("DELETE FROM entity_words WHERE rowid IN (SELECT entity_id FROM entity_words_stale)")
+        self._conn.execute(_REBUILD_DOCUMENTS)
+        self._conn.execute("DELETE FROM entity_words_stale")

@@ -1,0 +1,120 @@
+"""SQLiteStore's writes: inserts, updates and deletes, inside `write()`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from graphmem.core.models import Entity, Relation
+from graphmem.storage.sqlite.reads import _Reads
+from graphmem.storage.sqlite.text import (
+    texts_in,
+    texts_json,
+)
+
+
+def _extra_json(extra: dict[str, Any] | None) -> str | None:
+    return json.dumps(extra, ensure_ascii=False) if extra else None
+
+
+class _Writes(_Reads):
+    """The writes of `SQLiteStore`."""
+
+    def insert_entities(self, entities: Sequence[Entity]) -> None:
+        for entity in entities:
+            cursor = self._conn.execute(
+                "INSERT INTO entities (name, entity_type, name_lc, type_lc, extra) VALUES (?, ?, ?, ?, ?)",
+                (
+                    entity.name,
+                    entity.entity_type,
+                    entity.name.lower(),
+                    entity.entity_type.lower(),
+                    _extra_json(entity.extra),
+                ),
+            )
+            self._insert_observations(cursor.lastrowid, entity.observations)
+
+    def _insert_observations(self, entity_id: int | None, contents: Sequence[str]) -> None:
+        self._conn.executemany(
+            "INSERT INTO observations (entity_id, content, content_lc) VALUES (?, ?, ?)",
+            [(entity_id, content, content.lower()) for content in contents],
+        )
+
+    def insert_relations(self, relations: Sequence[Relation]) -> None:
+        self._conn.executemany(
+            "INSERT INTO relations (from_name, to_name, relation_type, extra) VALUES (?, ?, ?, ?)",
+            [(*relation.key, _extra_json(relation.extra)) for relation in relations],
+        )
+
+    def append_observations(self, name: str, contents: Sequence[str]) -> None:
+        row = self._conn.execute("SELECT id FROM entities WHERE name = ?", (name,)).fetchone()
+        if row is not None:
+            self._insert_observations(row[0], contents)
+
+    def update_entity(self, name: str, changed: Entity) -> None:
+        extra = _extra_json(changed.extra)
+        if changed.name == name:
+            # Most updates (every add or delete of an observation) change only extra. SQLite
+            # rewrites the index entries of every column an UPDATE sets, changed or not, so
+            # setting name and type too would dirty the name and type index pages for nothing:
+            # two of the twenty pages such a write commits.
+            cursor = self._conn.execute(
+                "UPDATE entities SET extra = ? WHERE name = ? AND entity_type = ?", (extra, name, changed.entity_type)
+            )
+            if cursor.rowcount:
+                return
+            # A new type (or no such entity): the name stays.
+            self._conn.execute(
+                "UPDATE entities SET entity_type = ?, type_lc = ?, extra = ? WHERE name = ?",
+                (changed.entity_type, changed.entity_type.lower(), extra, name),
+            )
+            return
+        self._conn.execute(
+            "UPDATE entities SET name = ?, entity_type = ?, name_lc = ?, type_lc = ?, extra = ? WHERE name = ?",
+            (
+                changed.name,
+                changed.entity_type,
+                changed.name.lower(),
+                changed.entity_type.lower(),
+                extra,
+                name,
+            ),
+        )
+
+    def delete_entities(self, names: Sequence[str]) -> int:
+        names_json = texts_json(names)
+        names_in, names_in_1 = texts_in(names_json), texts_in(names_json, "?1")
+        self._conn.execute(
+            f"DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE name IN ({names_in}))",
+            (names_json,),
+        )
+        self._conn.execute(
+            f"DELETE FROM relations WHERE from_name IN ({names_in_1}) OR to_name IN ({names_in_1})",
+            (names_json,),
+        )
+        cursor = self._conn.execute(f"DELETE FROM entities WHERE name IN ({names_in})", (names_json,))
+        return cursor.rowcount
+
+    def remove_observations(self, name: str, contents: Sequence[str]) -> int:
+        contents_json = texts_json(contents)
+        contents_in = texts_in(contents_json)
+        row = self._conn.execute("SELECT id FROM entities WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return 0
+        (matched,) = self._conn.execute(
+            f"SELECT count(DISTINCT content) FROM observations WHERE entity_id = ? AND content IN ({contents_in})",
+            (row[0], contents_json),
+        ).fetchone()
+        self._conn.execute(
+            f"DELETE FROM observations WHERE entity_id = ? AND content IN ({contents_in})",
+            (row[0], contents_json),
+        )
+        return int(matched)
+
+    def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
+        # rowcount counts the rows each statement deleted, not what triggers changed.
+        cursor = self._conn.executemany(
+            "DELETE FROM relations WHERE from_name = ? AND to_name = ? AND relation_type = ?", keys
+        )
+        return cursor.rowcount

@@ -21,8 +21,8 @@ official server with graphmem on SQLite.
 It prints median and p95 per operation, the cold start (process start to the
 `initialize` answer, median of several starts) beside where Python's start-up time
 goes, each server's peak memory and bytes on disk, then checks the figures against the
-targets of issue 6. The figures go as JSON to benchmarks/results/, and latency against
-size is drawn in benchmarks/latency.png when matplotlib is installed.
+speed targets graphmem holds itself to (benchmarks/targets.py). The figures go as JSON
+to benchmarks/results/, and latency against size is drawn in benchmarks/latency.png when matplotlib is installed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The speed targets of issue 6, checked against a run's figures.
+"""The speed targets graphmem holds itself to, checked against a run's figures.
 
 Each check names its target, says what was measured, and whether it holds; a size the
 run did not measure is reported as such rather than passed.
@@ -106,7 +106,7 @@ def _never_slower(reports: list[dict[str, Any]]) -> str:
 def check_targets(reports: list[dict[str, Any]], start_up: dict[str, float]) -> list[str]:
     """One line per target: PASS, MISS, or ---- when the run cannot tell."""
     by_size = {report["size"]: report for report in reports}
-    lines = ["targets (issue 6):"]
+    lines = ["targets:"]
     sections = (
         (40_000, "40,000 entities / 120,000 relations", _at_40k),
         (

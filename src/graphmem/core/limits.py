@@ -1,7 +1,8 @@
 """The documented limits on what one call may send, so no request can exhaust the server.
 
 They are generous enough that no sensible use of the official tools meets them, and
-the README lists them. Past a limit the call fails with a message naming the field.
+the docs list them (Serving many clients, Limits). Past a limit the call fails with a
+message naming the field.
 """
 
 from __future__ import annotations

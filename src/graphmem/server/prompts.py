@@ -48,7 +48,7 @@ MEMORY_USAGE = Prompt(
     title="Use the memory well",
     description=(
         "A system prompt for any assistant with this memory: look things up first, save what the "
-        "conversation taught, keep the memory correct (spec 000's recommended prompt)."
+        "conversation taught, keep the memory correct."
     ),
 )
 
@@ -57,7 +57,7 @@ CHAT_PERSONALIZATION = Prompt(
     title="Remember the user",
     description=(
         "A system prompt for personal chats: identify the user, recall what memory knows about them, "
-        "notice identity, behaviours, preferences, goals and relationships, and save them (spec 003)."
+        "notice identity, behaviours, preferences, goals and relationships, and save them."
     ),
     arguments=(
         PromptArgument(

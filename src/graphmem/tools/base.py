@@ -3,7 +3,7 @@
 Each tool is a `ToolSpec`: its listing (name, title, description, schemas and
 annotations), a pydantic model that parses the wire arguments (camelCase, `from`),
 and a plain function that calls the graph and shapes the answer. Functions never
-catch: `server.py` turns a `GraphmemError` into a tool error.
+catch: `server/tool_handlers.py` turns a `GraphmemError` into a tool error.
 """
 
 from __future__ import annotations

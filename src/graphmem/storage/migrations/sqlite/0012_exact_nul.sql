@@ -1,15 +1,15 @@
--- Texts holding U+0000 (NUL), kept exact everywhere (see storage/sqlite_text.py).
+-- Texts holding U+0000 (NUL), kept exact everywhere (see storage/sqlite/text.py).
 --
 -- SQLite's trigram tokenizer stops at a NUL: "nul\0name" was indexed as "nul", and a search
 -- for "name" missed it. The trigram indexes now hold a text with a NUL as its JSON string
 -- (json_quote spells NUL "\u0000"), and a search looks for the needle spelled both ways
--- (sqlite_text.trigram_query); instr() on the exact *_lc columns keeps the answer exact.
+-- (text.trigram_query); instr() on the exact *_lc columns keeps the answer exact.
 -- replace() cannot do this: it takes a pattern starting with NUL for an empty one.
--- The expression is sqlite_text.TRIGRAM_FORM, which the bulk import repeats.
+-- The expression is text.TRIGRAM_FORM, which the bulk import repeats.
 --
 -- json_each() ends a string at "\u0000": an alias "al\0ias" was indexed as "al", and
--- resolving "al\0ias" failed. The alias triggers now read extra in sqlite_text's escaped
--- code (sqlite_text.escaped_json), which replace() undoes on each alias (sqlite_text.exact).
+-- resolving "al\0ias" failed. The alias triggers now read extra in text.py's escaped
+-- code (text.escaped_json), which replace() undoes on each alias (text.exact).
 
 DROP TRIGGER entities_ai;
 CREATE TRIGGER entities_ai AFTER INSERT ON entities BEGIN
@@ -76,7 +76,7 @@ SELECT 'delete', id, content_lc FROM observations WHERE instr(content_lc, char(0
 INSERT INTO observation_text (rowid, content_lc)
 SELECT id, json_quote(content_lc) FROM observations WHERE instr(content_lc, char(0));
 
--- Aliases: extra as sqlite_text.escaped_json() rewrites it, each alias as exact() undoes it.
+-- Aliases: extra as text.escaped_json() rewrites it, each alias as exact() undoes it.
 DROP TRIGGER entity_aliases_ai;
 CREATE TRIGGER entity_aliases_ai AFTER INSERT ON entities WHEN new.extra IS NOT NULL AND json_valid(new.extra) BEGIN
     INSERT INTO entity_aliases (alias, entity_id)

@@ -218,7 +218,7 @@ def _median_seconds(command: list[str], runs: int = COLD_STARTS) -> float:
     return statistics.median(times)
 
 
-def start_up_breakdown() -> dict[str, float]:
+def start_up_breakdown(runs: int = COLD_STARTS) -> dict[str, float]:
     """Where a fresh graphmem's start-up time goes, each the median of a few fresh processes.
 
     `python` is the interpreter alone; `mcp_sdk` imports the SDK's server (the floor of any
@@ -226,16 +226,18 @@ def start_up_breakdown() -> dict[str, float]:
     included. A cold start beyond that is opening the memory and the handshake.
     """
     return {
-        "python": _median_seconds([sys.executable, "-c", "pass"]),
-        "mcp_sdk": _median_seconds([sys.executable, "-c", "import mcp.server.lowlevel"]),
-        "graphmem_modules": _median_seconds([sys.executable, "-c", "import graphmem.server, graphmem.transports"]),
+        "python": _median_seconds([sys.executable, "-c", "pass"], runs),
+        "mcp_sdk": _median_seconds([sys.executable, "-c", "import mcp.server.lowlevel"], runs),
+        "graphmem_modules": _median_seconds(
+            [sys.executable, "-c", "import graphmem.server, graphmem.transports"], runs
+        ),
     }
 
 
-def median_cold_start(command: list[str], env: dict[str, str]) -> float:
+def median_cold_start(command: list[str], env: dict[str, str], runs: int = COLD_STARTS) -> float:
     """Process start to the `initialize` answer, the median of a few starts."""
     starts = []
-    for _ in range(COLD_STARTS):
+    for _ in range(runs):
         client = PipeClient(command, env)
         starts.append(client.cold_start)
         client.close()
@@ -269,7 +271,9 @@ def _bytes_on_disk(db: Path) -> int:
     return sum(path.stat().st_size for path in db.parent.glob(db.name + "*"))
 
 
-def bench_size(size: int, repeats: int, official: list[str] | None, workdir: Path) -> dict[str, Any]:
+def bench_size(
+    size: int, repeats: int, official: list[str] | None, workdir: Path, cold_starts: int = COLD_STARTS
+) -> dict[str, Any]:
     jsonl = workdir / f"official-{size}.jsonl"
     write_official_jsonl(jsonl, size)
     db = workdir / f"graphmem-{size}.db"
@@ -286,7 +290,9 @@ def bench_size(size: int, repeats: int, official: list[str] | None, workdir: Pat
         commands["graphmem-jsonl"] = (graphmem, {**base_env, "MEMORY_FILE_PATH": str(drop_in)})
     if official and size <= OFFICIAL_MAX_SIZE:
         commands["official"] = (official, {**base_env, "MEMORY_FILE_PATH": str(jsonl)})
-    cold_starts = {name: median_cold_start(command, env) for name, (command, env) in commands.items()}
+    cold_start_seconds = {
+        name: median_cold_start(command, env, cold_starts) for name, (command, env) in commands.items()
+    }
     servers = {name: PipeClient(command, env) for name, (command, env) in commands.items()}
     timings: dict[str, dict[str, list[float]]] = {name: {} for name in servers}
     for operation in operations(size):
@@ -312,7 +318,7 @@ def bench_size(size: int, repeats: int, official: list[str] | None, workdir: Pat
         "graphmem_import_seconds": import_seconds,
         "graphmem_import_peak_memory_mb": import_peak_mb,
         "bytes_on_disk": {"graphmem": _bytes_on_disk(db), "JSONL file": jsonl.stat().st_size},
-        "cold_start_seconds": cold_starts,
+        "cold_start_seconds": cold_start_seconds,
         "peak_memory_mb": {name: client.peak_memory_mb() for name, client in servers.items()},
         "operations": {},
     }
@@ -366,13 +372,19 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES))
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--no-official", action="store_true", help="time graphmem alone")
+    parser.add_argument(
+        "--cold-starts",
+        type=int,
+        default=COLD_STARTS,
+        help="fresh processes per start-up figure (the median is reported; 1 when checking the benchmark runs)",
+    )
     parser.add_argument("--results", type=Path, default=RESULTS, help="folder for the JSON figures")
     parser.add_argument("--chart", type=Path, default=CHART, help="where to draw the chart")
     args = parser.parse_args()
     official = None if args.no_official else official_command()
     if official is None and not args.no_official:
         print("node/npm not found: timing graphmem alone", file=sys.stderr)
-    start_up = start_up_breakdown()
+    start_up = start_up_breakdown(args.cold_starts)
     print(
         "start-up of a fresh process (median): "
         + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in start_up.items())
@@ -382,7 +394,7 @@ def main() -> None:
         for size in args.sizes:
             if official and size > OFFICIAL_MAX_SIZE:
                 print(f"\n{size:,} entities: past {OFFICIAL_MAX_SIZE:,} the official server runs for hours")
-            report = bench_size(size, args.repeats, official, Path(folder))
+            report = bench_size(size, args.repeats, official, Path(folder), args.cold_starts)
             report["start_up_seconds"] = start_up
             print_report(report)
             reports.append(report)

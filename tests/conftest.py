@@ -13,6 +13,19 @@ from graphmem.domain.graph import KnowledgeGraph
 from graphmem.server import build_server
 from graphmem.storage import open_store
 from tests.helpers_clients import SLOW_TRANSPORTS, TRANSPORTS, Connect
+from tests.helpers_npm import download_notice
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Say before any test runs what npm packages this run will download, and where they are kept.
+
+    Written by the terminal reporter, so it shows with -q too; parallel workers stay quiet.
+    """
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(session.config, "workerinput"):
+        return
+    for line in download_notice():
+        reporter.write_line(line)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 
 from graphmem.core.models import Entity, Relation
 from graphmem.domain.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
+from tests.helpers_npm import MERMAID
 
 # pydot's grammar still calls pyparsing's old camelCase names.
 pytestmark = pytest.mark.filterwarnings("ignore:.* deprecated - use:DeprecationWarning")
@@ -124,28 +124,16 @@ try {
 """
 
 
-def _mermaid_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "graphmem-tests" / "mermaid"
-
-
 @pytest.fixture(scope="session")
 def mermaid_parser() -> Path:
     """Mermaid's own parser in Node (with jsdom for the DOM it expects), installed once per machine."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("checking Mermaid output needs node and npm on PATH to run Mermaid's parser")
-    prefix = _mermaid_dir()
-    if not (prefix / "node_modules" / "mermaid" / "package.json").exists():
-        prefix.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), "mermaid@11", "jsdom@26"],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
-    script = prefix / "parse.mjs"
-    script.write_text(PARSER, encoding="utf-8")
+    script = MERMAID.ensure() / "parse.mjs"
+    # In the cache, beside mermaid (Node resolves it from there). Parallel workers, and
+    # other checkouts, may be running it: replace it whole, and only when it changed.
+    if not script.exists() or script.read_text(encoding="utf-8") != PARSER:
+        staged = script.with_name(f"parse.mjs.{os.getpid()}")
+        staged.write_text(PARSER, encoding="utf-8")
+        os.replace(staged, script)
     return script
 
 

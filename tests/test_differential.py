@@ -25,10 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import random
-import shutil
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -45,13 +42,12 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from graphmem.domain.search import MAX_WORD_MATCHES, query_terms
 from graphmem.storage.words import index_words, stem
+from tests.helpers_npm import OFFICIAL, OFFICIAL_PACKAGE
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
-OFFICIAL_PACKAGE = "@modelcontextprotocol/server-memory"
-OFFICIAL_VERSION = "2026.8.31"
-
 SEQUENCES = 30
+SEQUENCES_PER_RUN = 10
 CALLS_PER_SEQUENCE = 25
 CALL_TIMEOUT = 10
 GRAPH_URI = "memory://knowledge-graph"
@@ -94,39 +90,10 @@ QUERIES = [
 # -- the official server ---------------------------------------------------------------
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "graphmem-tests" / "official"
-
-
 @pytest.fixture(scope="session")
 def official_entry() -> Path:
     """The official server's `dist/index.js`, installed once per machine outside the repo."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("the differential test needs node and npm on PATH to run the official server")
-    prefix = _cache_dir()
-    package = prefix / "node_modules" / OFFICIAL_PACKAGE
-    entry = package / "dist" / "index.js"
-    manifest = package / "package.json"
-    installed = manifest.exists() and json.loads(manifest.read_text(encoding="utf-8"))["version"] == OFFICIAL_VERSION
-    if not (installed and entry.exists()):
-        prefix.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                str(prefix),
-                f"{OFFICIAL_PACKAGE}@{OFFICIAL_VERSION}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
-    return entry
+    return OFFICIAL.ensure() / "node_modules" / OFFICIAL_PACKAGE / "dist" / "index.js"
 
 
 class Updates:
@@ -463,7 +430,11 @@ async def _reset(official: Client, ours: Client, graph: dict[str, Any]) -> None:
         assert (await ask(client, "read_graph", {})).structured == {"entities": [], "relations": []}
 
 
-async def test_random_call_sequences_answer_like_the_official_server(official_entry: Path, tmp_path: Path):
+# The 30 seeded sequences in 3 runs of fresh servers, so parallel workers can share them out.
+@pytest.mark.parametrize("first_seed", range(0, SEQUENCES, SEQUENCES_PER_RUN))
+async def test_random_call_sequences_answer_like_the_official_server(
+    official_entry: Path, tmp_path: Path, first_seed: int
+):
     official_updates, our_updates = Updates(), Updates()
     with (
         (tmp_path / "official.log").open("w", encoding="utf-8") as official_log,
@@ -496,7 +467,7 @@ async def test_random_call_sequences_answer_like_the_official_server(official_en
             await compare_listings(official, ours)
 
             writes = 0
-            for seed in range(SEQUENCES):
+            for seed in range(first_seed, first_seed + SEQUENCES_PER_RUN):
                 maker = CallMaker(random.Random(seed))
                 history: list[tuple[str, dict[str, Any]]] = []
                 graph = (await ask(official, "read_graph", {})).structured

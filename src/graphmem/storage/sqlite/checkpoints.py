@@ -70,6 +70,10 @@ class Checkpointer:
                         # Closing the store's own connection checkpoints what is left.
                         return
                     self._due.clear()
+                    if self._stopping.is_set():
+                        # close() may have set "due" just before the clear above erased it:
+                        # it sets "stopping" first, so this sees it, and no wait is left to hang.
+                        return
                     # PASSIVE never waits for, nor blocks, a reader or the writer: what it
                     # cannot copy now, the next request copies.
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()

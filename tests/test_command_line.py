@@ -7,6 +7,8 @@ a person sees in a terminal: the ready line on stderr, and Ctrl-C ending it quie
 from __future__ import annotations
 
 import json
+import os
+import pty
 import signal
 import sqlite3
 import subprocess
@@ -83,6 +85,30 @@ def test_stdio_says_it_is_ready_in_one_line_and_ctrl_c_ends_it_quietly_with_stat
     assert process.returncode == 0
     lines = errors.decode().splitlines()
     assert lines == [f"graphmem {__version__} ready on stdio: memory {memory} (sqlite), tools default (20)"]
+
+
+@pytest.mark.slow
+def test_run_by_hand_in_a_terminal_it_says_it_waits_for_an_mcp_client(tmp_path: Path):
+    terminal, keyboard = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "graphmem"],
+        stdin=keyboard,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(tmp_path / "memory.db"),
+    )
+    os.close(keyboard)
+    try:
+        assert process.stderr is not None
+        ready = process.stderr.readline().decode()
+        hint = process.stderr.readline().decode()
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=START_SECONDS)
+    finally:
+        os.close(terminal)
+    assert ready.startswith(f"graphmem {__version__} ready on stdio")
+    assert "MCP client" in hint and "Ctrl-C" in hint
+    assert process.returncode == 0
 
 
 @pytest.mark.slow

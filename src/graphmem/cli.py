@@ -336,6 +336,13 @@ def serve(
             f"tools {chosen} ({len(listed)})",
             err=True,
         )
+        if sys.stdin.isatty():
+            # Someone ran it by hand: it will sit waiting for protocol messages, so say whose.
+            click.echo(
+                "It speaks MCP to the client that starts it: add this command to your MCP client's "
+                "configuration (see the README), or press Ctrl-C to stop.",
+                err=True,
+            )
         try:
             run_stdio(server)
         except KeyboardInterrupt:

@@ -1,6 +1,9 @@
 """The JSONL backend: the drop-in store over the official server's memory file.
 
-store.py   JsonlStore
+store.py   JsonlStore: opening, the file lock, loading and saving the file, transactions
+tables.py  the rows in memory, their indexes, and the journal a rollback undoes
+reads.py   reads and searches over the rows in memory
+writes.py  inserts, updates and deletes on the rows in memory
 format.py  the official JSONL file format, read and written byte for byte
 """
 

@@ -18,6 +18,10 @@ Lines graphmem does not understand are never lost:
   every relation line (a file that mixes them in after relations gets them moved up);
 - a line that cannot be read is skipped with a warning, and the file as it was is copied
   to `<file>.bak-<UTC time>` before the first rewrite that leaves such a line out.
+
+This module opens the file, takes the lock, loads, saves and backs up the file and runs
+the transactions; the class takes its reads and searches from reads.py, its writes from
+writes.py, and the in-memory rows, their indexes and the journal from tables.py.
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ import errno
 import fcntl
 import gc
 import glob
-import itertools
 import logging
 import os
 import shutil
@@ -35,17 +38,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from graphmem.core.errors import ImportFormatError, StorageBusyError, StorageError
-from graphmem.core.models import Entity, Relation
-from graphmem.storage.base import AnalyticsRows, EntitySummary, FieldHits, StoreCounts, map_backend_errors
-from graphmem.storage.entity_query import EntityQuery, answer_in_python
+from graphmem.core.models import Entity
+from graphmem.storage.base import map_backend_errors
 from graphmem.storage.files import fsync_directory
 from graphmem.storage.jsonl.format import (
     EntityRecord,
@@ -55,15 +55,9 @@ from graphmem.storage.jsonl.format import (
     encode_entity,
     encode_relation,
 )
-from graphmem.storage.words import (
-    SearchHit,
-    SearchResult,
-    WordDocument,
-    WordSearch,
-    bm25_of,
-    only_everywhere,
-    term_frequencies,
-)
+from graphmem.storage.jsonl.reads import _Reads
+from graphmem.storage.jsonl.tables import _COMPACT_AFTER, _HeadRow, _RelationRow
+from graphmem.storage.jsonl.writes import _Writes
 
 __all__ = ["JsonlStore"]
 
@@ -74,10 +68,6 @@ logger = logging.getLogger("graphmem.storage.jsonl")
 # SQLite's busy timeout, because an agent would rather wait than fail.
 LOCK_TIMEOUT_SECONDS = 60.0
 
-# Deleted rows stay as holes (so a rollback can put them back); past this many, and
-# once they outnumber the live rows, the lists are rebuilt after a commit.
-_COMPACT_AFTER = 1024
-
 _TOKEN_SIZE = 16
 
 _LEGACY_DETECTED = "DETECTED: Found legacy memory.json file, migrating to memory.jsonl for JSONL format compatibility"
@@ -85,32 +75,6 @@ _LEGACY_COMPLETED = "COMPLETED: Successfully migrated memory.json to memory.json
 
 # Identifies a version of the file: (st_mtime_ns, st_size, st_ino), or None when it is absent.
 _Stamp = tuple[int, int, int] | None
-
-
-class _HeadRow:
-    """An entity line or another line, held in memory with caches dropped when it changes."""
-
-    __slots__ = ("folded", "line", "value", "words")
-
-    def __init__(self, value: Entity | OtherRecord, line: str | None = None) -> None:
-        self.value = value
-        self.line = line
-        """The encoded line, kept once it has been needed: most rows outlive many saves."""
-        self.folded: str | None = None
-        """For an entity: its lower-cased name, type and observations joined, so a text
-        search rules most entities out with one substring test."""
-        self.words: WordDocument | None = None
-        """For an entity: its document in the word index, made when a search first needs it."""
-
-
-class _RelationRow:
-    """A relation line held in memory, with its encoded line once it has been needed."""
-
-    __slots__ = ("line", "value")
-
-    def __init__(self, value: Relation) -> None:
-        self.value = value
-        self.line: str | None = None
 
 
 def _read_only_lock(lock_path: Path) -> int:
@@ -128,43 +92,6 @@ def _read_only_lock(lock_path: Path) -> int:
 
 def _stamp_of(result: os.stat_result) -> tuple[int, int, int]:
     return (result.st_mtime_ns, result.st_size, result.st_ino)
-
-
-def _fold(entity: Entity) -> str:
-    # Joined with NUL: a match across two fields is only a false candidate, which the
-    # exact per-field test then rejects; the blob narrows, it never decides.
-    return "\0".join([entity.name.lower(), entity.entity_type.lower(), *(o.lower() for o in entity.observations)])
-
-
-def _contains(entity: Entity, needle: str) -> bool:
-    return (
-        needle in entity.name.lower()
-        or needle in entity.entity_type.lower()
-        or any(needle in observation.lower() for observation in entity.observations)
-    )
-
-
-def _summary(entity: Entity, extra: dict[str, Any], degree: int) -> EntitySummary:
-    def text(key: str) -> str | None:
-        value = extra.get(key)
-        return value if isinstance(value, str) else None
-
-    version, importance = extra.get("version"), extra.get("importance")
-    return EntitySummary(
-        entity.name,
-        entity.entity_type,
-        text("createdAt"),
-        text("updatedAt"),
-        version if isinstance(version, int) and not isinstance(version, bool) else None,
-        float(importance) if isinstance(importance, int | float) and not isinstance(importance, bool) else None,
-        len(entity.observations),
-        degree,
-    )
-
-
-def _ranked_counts(values: Iterable[str]) -> list[tuple[str, int]]:
-    """Each value with how often it occurs, most common first, ties in value order."""
-    return sorted(Counter(values).items(), key=lambda item: (-item[1], item[0]))
 
 
 def _split_lines(data: bytes) -> list[str | None]:
@@ -204,7 +131,7 @@ def _migrate_legacy_file(path: Path) -> None:
     print(_LEGACY_COMPLETED, file=sys.stderr, flush=True)
 
 
-class JsonlStore:
+class JsonlStore(_Writes, _Reads):
     """A `Store` over one JSONL memory file, shared safely with other graphmem processes.
 
     Args:
@@ -260,113 +187,6 @@ class JsonlStore:
         for stale in self._path.parent.glob(f".{glob.escape(self._path.name)}.*.tmp"):
             with suppress(FileNotFoundError):
                 stale.unlink()
-
-    # -- the in-memory graph ----------------------------------------------------
-
-    def _reset(self) -> None:
-        # `_head` holds entity lines and other lines in file order, `_relations` the
-        # relation lines; a deleted row becomes None. The dicts map a name or a key to
-        # the positions of its rows (dead ones included, skipped on use), so a point
-        # operation never scans the lists.
-        self._head: list[_HeadRow | None] = []
-        self._relations: list[_RelationRow | None] = []
-        self._by_name: dict[str, list[int]] = {}
-        self._by_key: dict[tuple[str, str, str], list[int]] = {}
-        self._by_endpoint: dict[str, list[int]] = {}
-        self._dead_head = 0
-        self._dead_relations = 0
-        self._alias_index: dict[str, str] | None = None
-        self._clear_journal()
-
-    def _clear_journal(self) -> None:
-        # What one write transaction changed, so a rollback can undo it: the rows it
-        # replaced or deleted, and the list lengths and hole counts at its start.
-        self._head_journal: list[tuple[int, _HeadRow | None]] = []
-        self._relation_journal: list[tuple[int, _RelationRow | None]] = []
-        self._mark = (len(self._head), len(self._relations), self._dead_head, self._dead_relations)
-
-    def _add_head(self, row: _HeadRow) -> None:
-        position = len(self._head)
-        self._head.append(row)
-        self._alias_index = None
-        if isinstance(row.value, Entity):
-            self._by_name.setdefault(row.value.name, []).append(position)
-
-    def _add_relation(self, row: _RelationRow) -> None:
-        relation = row.value
-        position = len(self._relations)
-        self._relations.append(row)
-        self._by_key.setdefault(relation.key, []).append(position)
-        self._by_endpoint.setdefault(relation.from_, []).append(position)
-        if relation.to != relation.from_:
-            self._by_endpoint.setdefault(relation.to, []).append(position)
-
-    def _set_head(self, position: int, row: _HeadRow | None) -> None:
-        self._head_journal.append((position, self._head[position]))
-        self._head[position] = row
-        self._alias_index = None
-        self._dead_head += row is None
-
-    def _delete_relation(self, position: int) -> None:
-        self._relation_journal.append((position, self._relations[position]))
-        self._relations[position] = None
-        self._dead_relations += 1
-
-    def _entity_positions(self, name: str) -> list[int]:
-        return [p for p in self._by_name.get(name, ()) if self._holds(p, name)]
-
-    def _holds(self, position: int, name: str) -> bool:
-        # `_by_name` entries are hints: a rename (or its rollback) leaves the other name's
-        # entry in place, so each is checked against the row it points at.
-        row = self._head[position]
-        return row is not None and isinstance(row.value, Entity) and row.value.name == name
-
-    def _first_entity(self, name: str) -> tuple[int, Entity] | None:
-        # Duplicate names in a file are all kept; like the official `find()`, point
-        # operations act on the first.
-        for position in self._by_name.get(name, ()):
-            if self._holds(position, name):
-                row = self._head[position]
-                assert row is not None and isinstance(row.value, Entity)
-                return position, row.value
-        return None
-
-    def _live_relations(self, positions: Iterable[int]) -> list[int]:
-        return [p for p in positions if self._relations[p] is not None]
-
-    def _rollback(self) -> None:
-        """Put the in-memory graph back as it was when the transaction began."""
-        self._alias_index = None
-        for position, old_head in reversed(self._head_journal):
-            self._head[position] = old_head
-        for position, old_relation in reversed(self._relation_journal):
-            self._relations[position] = old_relation
-        head_length, relations_length, self._dead_head, self._dead_relations = self._mark
-        # Rows appended by the transaction are live again now; drop them and their index
-        # entries, which are the last ones of their lists.
-        while len(self._head) > head_length:
-            row = self._head.pop()
-            if row is not None and isinstance(row.value, Entity):
-                self._by_name[row.value.name].remove(len(self._head))
-        while len(self._relations) > relations_length:
-            relation_row = self._relations.pop()
-            if relation_row is not None:
-                relation = relation_row.value
-                self._by_key[relation.key].pop()
-                self._by_endpoint[relation.from_].pop()
-                if relation.to != relation.from_:
-                    self._by_endpoint[relation.to].pop()
-        self._clear_journal()
-
-    def _compact(self) -> None:
-        head = [row for row in self._head if row is not None]
-        relations = [row for row in self._relations if row is not None]
-        self._reset()
-        for row in head:
-            self._add_head(row)
-        for relation_row in relations:
-            self._add_relation(relation_row)
-        self._clear_journal()
 
     # -- the file ---------------------------------------------------------------
 
@@ -596,11 +416,6 @@ class JsonlStore:
                     with map_backend_errors():
                         fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    def _changed(self) -> bool:
-        return bool(self._head_journal or self._relation_journal) or (
-            (len(self._head), len(self._relations)) != self._mark[:2]
-        )
-
     def write(self) -> AbstractContextManager[None]:
         return self._transaction(writing=True)
 
@@ -633,38 +448,7 @@ class JsonlStore:
             with map_backend_errors():
                 os.close(self._lock_fd)
 
-    # -- reads ------------------------------------------------------------------
-
-    def existing_names(self, names: Sequence[str]) -> set[str]:
-        return {name for name in names if self._first_entity(name) is not None}
-
-    def resolve_names(self, names: Sequence[str]) -> dict[str, str]:
-        resolved = {name: name for name in names if self._first_entity(name) is not None}
-        others = [name for name in names if name not in resolved]
-        if others:
-            if self._alias_index is None:
-                # Built when an alias is first looked up after a change: names that are
-                # entities (the usual case) never pay for it.
-                self._alias_index = {}
-                for entity in self.iter_entities():
-                    for alias in entity.aliases:
-                        self._alias_index.setdefault(alias, entity.name)
-            resolved.update({name: self._alias_index[name] for name in others if name in self._alias_index})
-        return resolved
-
-    def get_entities(self, names: Sequence[str]) -> list[Entity]:
-        positions = sorted({p for name in set(names) for p in self._entity_positions(name)})
-        return [row.value for p in positions if (row := self._head[p]) is not None and isinstance(row.value, Entity)]
-
-    def iter_entities(self) -> Iterator[Entity]:
-        for row in self._head:
-            if row is not None and isinstance(row.value, Entity):
-                yield row.value
-
-    def iter_relations(self) -> Iterator[Relation]:
-        for row in self._relations:
-            if row is not None:
-                yield row.value
+    # -- the file and its lock, as the Store contract asks ---------------------
 
     def integrity_problems(self) -> list[str]:
         with self.read():
@@ -695,247 +479,3 @@ class JsonlStore:
                 except FileNotFoundError:
                     stamp = None
                 return (stamp, os.pread(self._lock_fd, _TOKEN_SIZE, 0))
-
-    def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
-        # Stop at the first entity past the limit: a large memory is never written out here.
-        entities = [entity.to_wire() for entity in itertools.islice(self.iter_entities(), at_most + 1)]
-        if len(entities) > at_most:
-            return None
-        return {"entities": entities, "relations": [relation.to_wire() for relation in self.iter_relations()]}
-
-    def page_entities(self, entity_type: str | None, offset: int, limit: int | None) -> tuple[list[Entity], int]:
-        matching = [e for e in self.iter_entities() if entity_type is None or e.entity_type == entity_type]
-        page = matching[offset:] if limit is None else matching[offset : offset + limit]
-        return page, len(matching)
-
-    def query_entities(self, query: EntityQuery) -> tuple[list[Entity], int]:
-        # No index: the file is in memory, and a look-up reads it once.
-        return answer_in_python(self.iter_entities(), self.iter_relations(), query)
-
-    def relations_touching(self, names: Sequence[str]) -> list[Relation]:
-        positions = {p for name in set(names) for p in self._by_endpoint.get(name, ())}
-        return [row.value for p in sorted(positions) if (row := self._relations[p]) is not None]
-
-    def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
-        return [relation.key for relation in self.relations_touching(names)]
-
-    def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
-        return {key for key in keys if self._live_relations(self._by_key.get(key, ()))}
-
-    def observations_of(self, name: str) -> list[str] | None:
-        found = self._first_entity(name)
-        return None if found is None else list(found[1].observations)
-
-    def find_text(self, needle: str) -> dict[str, FieldHits]:
-        hits: dict[str, FieldHits] = {}
-        for position, row in enumerate(self._head):
-            if row is None or not isinstance(row.value, Entity):
-                continue
-            if row.folded is None:
-                row.folded = _fold(row.value)
-            if needle not in row.folded:
-                continue
-            entity = row.value
-            in_name = needle in entity.name.lower()
-            in_type = needle in entity.entity_type.lower()
-            count = sum(needle in observation.lower() for observation in entity.observations)
-            if not (in_name or in_type or count):
-                continue
-            order = position
-            previous = hits.get(entity.name)
-            if previous is not None:
-                # Entities sharing a name (kept from a file) answer as one, at the first's place.
-                in_type = in_type or previous.in_type
-                count += previous.observation_hits
-                order = previous.order
-            hits[entity.name] = FieldHits(in_name, in_type, count, order)
-        return hits
-
-    # -- ranked search (issue 3, part 1) ---------------------------------------------------
-
-    def search_entities(self, search: WordSearch) -> SearchResult:
-        # The word index is every entity row, whatever the type filter, as in FTS5.
-        rows: list[tuple[int, _HeadRow, Entity]] = []
-        documents: list[WordDocument] = []
-        for position, row in enumerate(self._head):
-            if row is not None and isinstance(row.value, Entity):
-                entity = row.value
-                if row.words is None:
-                    row.words = WordDocument(entity.name, list(entity.aliases), entity.entity_type, entity.observations)
-                rows.append((position, row, entity))
-                documents.append(row.words)
-        frequencies = term_frequencies(documents, search.terms, search.weights)
-        everywhere = only_everywhere(frequencies, len(documents))
-        scores = bm25_of(documents, frequencies)
-        best: dict[str, tuple[bool, float, int]] = {}
-        for index, (position, row, entity) in enumerate(rows):
-            if search.entity_type is not None and entity.entity_type != search.entity_type:
-                continue
-            if row.folded is None:
-                row.folded = _fold(entity)
-            official = any(needle in row.folded and _contains(entity, needle) for needle in search.needles)
-            score = scores.get(index, 0.0)
-            if not official and not score:
-                continue
-            previous = best.get(entity.name)
-            if previous is not None:
-                # Entities sharing a name (kept from a file) rank as one, where the first match is.
-                official, score, position = official or previous[0], max(score, previous[1]), previous[2]
-            best[entity.name] = (official, score, position)
-        ordered = sorted(best.items(), key=lambda item: (not item[1][0], -item[1][1], item[1][2]))
-        hits = [SearchHit(name, official, score) for name, (official, score, _) in ordered]
-        if everywhere and hits and hits[0].official:
-            # As in SQLite: words found everywhere neither order the whole-query matches
-            # (creation order does) nor add entities to them.
-            official_hits = sorted((item for item in best.items() if item[1][0]), key=lambda item: item[1][2])
-            hits = [SearchHit(name, True, 0.0) for name, _ in official_hits]
-        if search.limit is not None:
-            page = hits[search.offset : search.offset + search.limit]
-        else:
-            official_count = sum(hit.official for hit in hits)
-            page = hits[: official_count + search.max_word_matches][search.offset :]
-        return SearchResult(page[: search.named_at_most], len(page))
-
-    # -- end of ranked search --------------------------------------------------------------
-
-    def counts(self) -> StoreCounts:
-        entities = observations = 0
-        for entity in self.iter_entities():
-            entities += 1
-            observations += len(entity.observations)
-        return StoreCounts(entities, len(self._relations) - self._dead_relations, observations)
-
-    # -- navigation (issue 3, parts 3 and 4) -----------------------------------------------
-
-    def entity_type_counts(self) -> list[tuple[str, int]]:
-        return _ranked_counts(entity.entity_type for entity in self.iter_entities())
-
-    def relation_type_counts(self) -> list[tuple[str, int]]:
-        return _ranked_counts(relation.relation_type for relation in self.iter_relations())
-
-    def find_relations(
-        self, from_: str | None, to: str | None, relation_type: str | None, offset: int, limit: int | None
-    ) -> tuple[list[Relation], int]:
-        if from_ is not None:
-            candidates: Iterable[Relation] = self.relations_touching([from_])
-        elif to is not None:
-            candidates = self.relations_touching([to])
-        else:
-            candidates = self.iter_relations()
-        matching = [
-            relation
-            for relation in candidates
-            if (from_ is None or relation.from_ == from_)
-            and (to is None or relation.to == to)
-            and (relation_type is None or relation.relation_type == relation_type)
-        ]
-        page = matching[offset:] if limit is None else matching[offset : offset + limit]
-        return page, len(matching)
-
-    def analytics(self, thread_id: str | None, limit: int) -> AnalyticsRows:
-        degree: Counter[str] = Counter()
-        for relation in self.iter_relations():
-            degree[relation.from_] += 1
-            if relation.to != relation.from_:
-                degree[relation.to] += 1
-        names = set()
-        summaries: list[EntitySummary] = []
-        for entity in self.iter_entities():
-            names.add(entity.name)
-            extra = entity.extra or {}
-            if thread_id is not None and extra.get("threadId") != thread_id:
-                continue
-            summaries.append(_summary(entity, extra, degree[entity.name]))
-        order = {summary.name: index for index, summary in enumerate(summaries)}
-        recent = sorted(summaries, key=lambda s: (s.updated_at is not None, s.updated_at or "", order[s.name]))
-        recent.reverse()
-        important = sorted(summaries, key=lambda s: (s.importance is not None, s.importance or 0.0, order[s.name]))
-        important.reverse()
-        # Ties as SQLite walks its indexes backwards: the later name first.
-        connected = sorted((s for s in summaries if s.degree), key=lambda s: (s.degree, s.name), reverse=True)
-        unconnected = [s for s in summaries if not s.degree]
-        dangling = sorted(name for name in degree if name not in names)
-        return AnalyticsRows(
-            recent[:limit],
-            important[:limit],
-            connected[:limit],
-            unconnected[:limit],
-            len(unconnected),
-            dangling[:limit],
-            len(dangling),
-        )
-
-    # -- end of navigation -----------------------------------------------------------------
-
-    # -- writes -----------------------------------------------------------------
-
-    def _check_writing(self) -> None:
-        if not self._writing:
-            raise RuntimeError("JsonlStore changes must happen inside write().")
-
-    def insert_entities(self, entities: Sequence[Entity]) -> None:
-        self._check_writing()
-        for entity in entities:
-            self._add_head(_HeadRow(entity))
-
-    def insert_relations(self, relations: Sequence[Relation]) -> None:
-        self._check_writing()
-        for relation in relations:
-            self._add_relation(_RelationRow(relation))
-
-    def append_observations(self, name: str, contents: Sequence[str]) -> None:
-        self._check_writing()
-        found = self._first_entity(name)
-        if found is None or not contents:
-            return
-        position, entity = found
-        grown = Entity(entity.name, entity.entity_type, entity.observations + tuple(contents), entity.extra)
-        self._set_head(position, _HeadRow(grown))
-
-    def update_entity(self, name: str, changed: Entity) -> None:
-        self._check_writing()
-        found = self._first_entity(name)
-        if found is None:
-            return
-        position, entity = found
-        self._set_head(
-            position, _HeadRow(Entity(changed.name, changed.entity_type, entity.observations, changed.extra))
-        )
-        if changed.name != name:
-            self._by_name.setdefault(changed.name, []).append(position)
-
-    def delete_entities(self, names: Sequence[str]) -> int:
-        self._check_writing()
-        deleted = 0
-        for name in dict.fromkeys(names):
-            positions = self._entity_positions(name)
-            for position in positions:
-                self._set_head(position, None)
-            deleted += bool(positions)
-            # Relations go even when the entity never existed: the official server
-            # deletes dangling relations by name too.
-            for position in self._live_relations(self._by_endpoint.get(name, ())):
-                self._delete_relation(position)
-        return deleted
-
-    def remove_observations(self, name: str, contents: Sequence[str]) -> int:
-        self._check_writing()
-        found = self._first_entity(name)
-        if found is None:
-            return 0
-        position, entity = found
-        present = set(contents).intersection(entity.observations)
-        if present:
-            kept = tuple(o for o in entity.observations if o not in present)
-            self._set_head(position, _HeadRow(Entity(entity.name, entity.entity_type, kept, entity.extra)))
-        return len(present)
-
-    def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
-        self._check_writing()
-        deleted = 0
-        for key in dict.fromkeys(keys):
-            positions = self._live_relations(self._by_key.get(key, ()))
-            for position in positions:
-                self._delete_relation(position)
-            deleted += bool(positions)
-        return deleted

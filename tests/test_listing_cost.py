@@ -17,7 +17,7 @@ from graphmem.server import build_server
 
 pytestmark = pytest.mark.anyio
 
-# Bytes of compact JSON. `default` is the budget (24 KB, read as 24,000; 22.6 KB today); `official`
+# Bytes of compact JSON. `default` has a budget of 24 KB, read as 24,000 (22.6 KB today); `official`
 # (12.9 KB) and `all` (32.3 KB) sit a little above what they cost, so that they cannot grow unnoticed.
 BUDGETS = {"default": 24_000, "official": 13_500, "all": 33_500}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -12,7 +13,7 @@ from graphmem.config import Settings
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.server import build_server
 from graphmem.storage import open_store
-from tests.helpers_clients import SLOW_TRANSPORTS, TRANSPORTS, Connect
+from tests.helpers_clients import SLOW_TRANSPORTS, TRANSPORTS, Connect, SharedServers
 from tests.helpers_npm import download_notice
 
 
@@ -28,8 +29,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         reporter.write_line(line)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
+    # Module scope, so that a module-scoped async fixture (`served`) can hold servers for its tests.
     return "asyncio"
 
 
@@ -53,10 +55,24 @@ async def client(settings: Settings) -> AsyncIterator[Client]:
         yield connected
 
 
-@pytest.fixture(
-    params=[pytest.param(name, marks=pytest.mark.slow) if name in SLOW_TRANSPORTS else name for name in TRANSPORTS]
-)
+_TRANSPORT_PARAMS = [
+    pytest.param(name, marks=pytest.mark.slow) if name in SLOW_TRANSPORTS else name for name in TRANSPORTS
+]
+
+
+@pytest.fixture(params=_TRANSPORT_PARAMS)
 def connect(request: pytest.FixtureRequest) -> Connect:
     """Start a server over each transport in turn: `async with connect(memory, Serve(...)) as client`."""
     transport: Connect = TRANSPORTS[request.param]
     return transport
+
+
+@pytest.fixture(scope="module", params=_TRANSPORT_PARAMS)
+async def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[SharedServers]:
+    """Servers over each transport in turn, shared by the module's tests: `async with served.session() as client`."""
+    async with anyio.create_task_group() as tasks:
+        servers = SharedServers(request.param, tmp_path_factory.mktemp("served"), tasks)
+        yield servers
+        servers.close()

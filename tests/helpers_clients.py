@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from pydantic import TypeAdapter
@@ -79,6 +80,14 @@ def _serve_args(serve: Serve) -> list[str]:
 
 @asynccontextmanager
 async def _stdio(memory: Path, serve: Serve = Serve(), **client_options: Any) -> AsyncIterator[Client]:
+    with anyio.fail_after(START_SECONDS):
+        async with _stdio_client(memory, serve, **client_options) as client:
+            yield client
+
+
+@asynccontextmanager
+async def _stdio_client(memory: Path, serve: Serve = Serve(), **client_options: Any) -> AsyncIterator[Client]:
+    """`python -m graphmem serve` and the SDK client on its pipes, for as long as the caller needs it."""
     args = ["-m", "graphmem", "serve", *_serve_args(serve)]
     faults: list[Exception] = []
     user_handler = client_options.pop("message_handler", None)
@@ -91,9 +100,8 @@ async def _stdio(memory: Path, serve: Serve = Serve(), **client_options: Any) ->
             await user_handler(message)
 
     server = StdioServerParameters(command=sys.executable, args=args, env=sdk_client_env(memory))
-    with anyio.fail_after(START_SECONDS):
-        async with Client(server, mode="legacy", message_handler=on_message, **client_options) as client:
-            yield client
+    async with Client(server, mode="legacy", message_handler=on_message, **client_options) as client:
+        yield client
     assert faults == [], "the server wrote a line on stdout that is not JSON-RPC"
 
 
@@ -120,6 +128,77 @@ TRANSPORTS: dict[str, Connect] = {"memory": _in_memory, "stdio": _stdio, "http":
 
 SLOW_TRANSPORTS = {"stdio", "http", "tcp"}
 """Transports that start a process (marked `slow`)."""
+
+
+class SharedServers:
+    """The servers the tests of one module share over one transport: one per `Serve`, each on its own memory.
+
+    Starting a server process costs about a second of CPU (importing the MCP SDK), so a
+    module starts one per serve options and its tests connect to it. Over HTTP and TCP,
+    which serve many clients, every `session` is a new client session on that server.
+    Over stdio a process serves one client: `shared_session` hands every test that asks
+    the same session (for tests that set no session state and bring no client options),
+    and `session` starts a process of its own on the same memory. In process, every
+    session is a new in-process server on that memory. The memory is shared as well:
+    a test that writes uses names no other test of the module uses.
+    """
+
+    def __init__(self, transport: str, folder: Path, tasks: TaskGroup) -> None:
+        self.transport = transport
+        self._folder = folder
+        self._tasks = tasks
+        self._memories: dict[Serve, Path] = {}
+        self._running: dict[Serve, Any] = {}
+        """The network server, or over stdio the shared client, for each serve options started."""
+        self._closed = anyio.Event()
+
+    def memory(self, serve: Serve = Serve()) -> Path:
+        """The memory file of the server for `serve`."""
+        return self._memories.setdefault(serve, self._folder / f"memory-{len(self._memories)}.db")
+
+    @asynccontextmanager
+    async def session(self, serve: Serve = Serve(), **client_options: Any) -> AsyncIterator[Client]:
+        """A client with a session of its own on the server for `serve` (over stdio, a process of its own)."""
+        memory = self.memory(serve)
+        if self.transport not in ("http", "tcp"):
+            async with TRANSPORTS[self.transport](memory, serve, **client_options) as client:
+                yield client
+            return
+        flags = (f"--{self.transport}", *_serve_args(serve))
+        server = await self._start(serve, lambda: network_server(memory, *flags, env=sdk_client_env(memory)))
+        with anyio.fail_after(START_SECONDS):
+            target = server.url if self.transport == "http" else tcp_transport(server, token=None)
+            async with Client(target, mode="legacy", **client_options) as client:
+                yield client
+
+    @asynccontextmanager
+    async def shared_session(self, serve: Serve = Serve()) -> AsyncIterator[Client]:
+        """A client whose session other tests may use too: over stdio, the one session of the module's process."""
+        if self.transport != "stdio":
+            async with self.session(serve) as client:
+                yield client
+            return
+        client = await self._start(serve, lambda: _stdio_client(self.memory(serve), serve))
+        with anyio.fail_after(START_SECONDS):
+            yield client
+
+    async def _start(self, serve: Serve, open_: Callable[[], AbstractAsyncContextManager[Any]]) -> Any:
+        if serve not in self._running:
+            with anyio.fail_after(START_SECONDS):
+                self._running[serve] = await self._tasks.start(self._hold, open_)
+        return self._running[serve]
+
+    async def _hold(
+        self, open_: Callable[[], AbstractAsyncContextManager[Any]], *, task_status: TaskStatus[Any]
+    ) -> None:
+        # Entered and left in this one task, which the module's task group keeps alive.
+        async with open_() as running:
+            task_status.started(running)
+            await self._closed.wait()
+
+    def close(self) -> None:
+        """Stop every server (when the module's task group is left)."""
+        self._closed.set()
 
 
 _ANY_RESULT = TypeAdapter(dict[str, Any])

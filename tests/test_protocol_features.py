@@ -1,8 +1,11 @@
 """The rest of MCP, over every transport through the SDK's client: instructions, prompts,
 logging, the entity resource template and tool pages.
 
-Each test takes the `connect` fixture, which runs it once per transport (in process and
-over stdio today); see tests/helpers_clients.py to add one.
+Each test runs once per transport (in process, stdio, HTTP, TCP); see tests/helpers_clients.py
+to add one. Most take `served`, whose servers the module's tests share (a server process costs
+about a second of CPU to start): a test that writes uses names of its own, and a test that sets
+session state (log level, subscriptions) or brings client options asks for a session of its own.
+Only a test that needs a memory no other test touches takes `connect`, a server of its own.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from graphmem.config import Settings
 from graphmem.server import GRAPH_URI, build_server
 from graphmem.tools.resources import entity_uri
-from tests.helpers_clients import Connect, Serve, raw_request
+from tests.helpers_clients import Connect, Serve, SharedServers, raw_request
 
 pytestmark = pytest.mark.anyio
 
@@ -62,8 +65,8 @@ def memory(tmp_path: Path) -> Path:
 # -- initialize --------------------------------------------------------------------------------
 
 
-async def test_initialize_announces_the_official_capabilities_plus_prompts_and_logging(connect: Connect, memory):
-    async with connect(memory) as client:
+async def test_initialize_announces_the_official_capabilities_plus_prompts_and_logging(served: SharedServers):
+    async with served.shared_session() as client:
         capabilities = client.server_capabilities.model_dump(by_alias=True, exclude_none=True)
     assert capabilities == {
         "tools": {"listChanged": True},
@@ -73,8 +76,8 @@ async def test_initialize_announces_the_official_capabilities_plus_prompts_and_l
     }
 
 
-async def test_instructions_guide_the_model_and_name_only_the_tools_the_server_lists(connect: Connect, memory):
-    async with connect(memory) as client:
+async def test_instructions_guide_the_model_and_name_only_the_tools_the_server_lists(served: SharedServers):
+    async with served.shared_session() as client:
         default = client.instructions
         listed = {tool.name for tool in (await client.list_tools()).tools}
     assert default is not None
@@ -83,7 +86,7 @@ async def test_instructions_guide_the_model_and_name_only_the_tools_the_server_l
     assert "offset" in default  # large reads come in pages
     assert len(default) < 1500  # read by the model in every session
 
-    async with connect(memory, Serve(toolset="official")) as client:
+    async with served.shared_session(Serve(toolset="official")) as client:
         official = client.instructions
         assert {tool.name for tool in (await client.list_tools()).tools} == OFFICIAL_TOOLS
     assert official is not None
@@ -95,8 +98,8 @@ async def test_instructions_guide_the_model_and_name_only_the_tools_the_server_l
 # -- prompts -----------------------------------------------------------------------------------
 
 
-async def test_prompts_list_offers_the_memory_usage_and_chat_personalization_prompts(connect: Connect, memory):
-    async with connect(memory) as client:
+async def test_prompts_list_offers_the_memory_usage_and_chat_personalization_prompts(served: SharedServers):
+    async with served.shared_session() as client:
         prompts = {prompt.name: prompt for prompt in (await client.list_prompts()).prompts}
     assert list(prompts) == ["memory-usage", "chat-personalization"]
     assert prompts["memory-usage"].arguments is None
@@ -105,8 +108,8 @@ async def test_prompts_list_offers_the_memory_usage_and_chat_personalization_pro
     assert all(prompt.description and prompt.title for prompt in prompts.values())
 
 
-async def test_the_memory_usage_prompt_has_the_specs_three_steps_with_the_listed_tools(connect: Connect, memory):
-    async with connect(memory, Serve(toolset="official")) as client:
+async def test_the_memory_usage_prompt_has_the_specs_three_steps_with_the_listed_tools(served: SharedServers):
+    async with served.shared_session(Serve(toolset="official")) as client:
         result = await client.get_prompt("memory-usage")
     (message,) = result.messages
     assert message.role == "user"
@@ -118,8 +121,8 @@ async def test_the_memory_usage_prompt_has_the_specs_three_steps_with_the_listed
     assert "save_memory" not in text and "merge_entities" not in text  # not listed in the official toolset
 
 
-async def test_the_chat_personalization_prompt_is_about_the_named_user_or_default_user(connect: Connect, memory):
-    async with connect(memory) as client:
+async def test_the_chat_personalization_prompt_is_about_the_named_user_or_default_user(served: SharedServers):
+    async with served.shared_session() as client:
         named = await client.get_prompt("chat-personalization", {"user": "Ada Lovelace"})
         unnamed = await client.get_prompt("chat-personalization")
     assert isinstance(named.messages[0].content, types.TextContent)
@@ -133,8 +136,8 @@ async def test_the_chat_personalization_prompt_is_about_the_named_user_or_defaul
     assert "Assume you are talking with default_user." in unnamed.messages[0].content.text
 
 
-async def test_an_unknown_prompt_or_argument_is_an_invalid_params_error_that_says_what_exists(connect: Connect, memory):
-    async with connect(memory) as client:
+async def test_an_unknown_prompt_or_argument_is_an_invalid_params_error_that_says_what_exists(served: SharedServers):
+    async with served.shared_session() as client:
         with pytest.raises(MCPError) as unknown:
             await client.get_prompt("remember-everything")
         with pytest.raises(MCPError) as wrong_argument:
@@ -198,20 +201,20 @@ async def test_a_client_gets_log_messages_only_after_logging_set_level_and_at_th
         assert all("is skipped" in str(message.data) for message in messages)
 
 
-async def test_a_client_at_debug_gets_debug_messages_from_a_server_logging_at_debug(connect: Connect, memory):
+async def test_a_client_at_debug_gets_debug_messages_from_a_server_logging_at_debug(served: SharedServers):
     messages: list[types.LoggingMessageNotificationParams] = []
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         messages.append(params)
 
-    async with connect(memory, Serve(log_level="debug"), logging_callback=on_log) as client:
+    async with served.session(Serve(log_level="debug"), logging_callback=on_log) as client:
         await _set_level(client, "debug")
         await _call(client, "create_entities", {"entities": [_entity("Ada")]})
     assert any(message.level == "debug" and "create_entities answered" in str(message.data) for message in messages)
 
 
-async def test_a_log_level_outside_the_mcp_levels_is_an_invalid_params_error(connect: Connect, memory):
-    async with connect(memory) as client:
+async def test_a_log_level_outside_the_mcp_levels_is_an_invalid_params_error(served: SharedServers):
+    async with served.session() as client:  # it sets the session's log level
         with pytest.raises(MCPError) as error:
             await raw_request(client, "logging/setLevel", {"level": "loud"})
         assert error.value.error.code == types.INVALID_PARAMS
@@ -221,8 +224,8 @@ async def test_a_log_level_outside_the_mcp_levels_is_an_invalid_params_error(con
 # -- the entity resource template --------------------------------------------------------------
 
 
-async def test_the_entity_template_is_listed_beside_the_graph_resource(connect: Connect, memory):
-    async with connect(memory) as client:
+async def test_the_entity_template_is_listed_beside_the_graph_resource(served: SharedServers):
+    async with served.shared_session() as client:
         (template,) = (await client.list_resource_templates()).resource_templates
         (resource,) = (await client.list_resources()).resources
     assert (template.uri_template, template.name, template.mime_type) == (
@@ -233,9 +236,9 @@ async def test_the_entity_template_is_listed_beside_the_graph_resource(connect: 
     assert str(resource.uri) == GRAPH_URI
 
 
-async def test_an_entity_resource_holds_the_entity_and_every_relation_touching_it(connect: Connect, memory):
+async def test_an_entity_resource_holds_the_entity_and_every_relation_touching_it(served: SharedServers):
     odd = "a/b c?#%+ü"
-    async with connect(memory) as client:
+    async with served.shared_session() as client:
         await _call(client, "create_entities", {"entities": [_entity(odd, "likes tea"), _entity("Bob"), _entity("Cy")]})
         relations = [
             {"from": odd, "to": "Bob", "relationType": "knows"},
@@ -255,8 +258,8 @@ async def test_an_entity_resource_holds_the_entity_and_every_relation_touching_i
     assert document["relations"] == relations[:2]
 
 
-async def test_an_entity_resource_resolves_an_alias_to_its_entity(connect: Connect, memory):
-    async with connect(memory, Serve(toolset="all")) as client:
+async def test_an_entity_resource_resolves_an_alias_to_its_entity(served: SharedServers):
+    async with served.shared_session(Serve(toolset="all")) as client:
         await _call(client, "create_entities", {"entities": [_entity("Robert Smith")]})
         await _call(client, "update_entities", {"entities": [{"name": "Robert Smith", "aliases": ["Bob"]}]})
         document = json.loads(_text(await client.read_resource(entity_uri("Bob"))))
@@ -264,8 +267,8 @@ async def test_an_entity_resource_resolves_an_alias_to_its_entity(connect: Conne
     assert document["entity"]["aliases"] == ["Bob"]
 
 
-async def test_reading_a_missing_entity_names_it_and_says_how_to_find_names(connect: Connect, memory):
-    async with connect(memory) as client:
+async def test_reading_a_missing_entity_names_it_and_says_how_to_find_names(served: SharedServers):
+    async with served.shared_session() as client:
         with pytest.raises(MCPError) as missing:
             await client.read_resource(entity_uri("No One/else"))
         with pytest.raises(MCPError) as empty:
@@ -279,27 +282,27 @@ async def test_reading_a_missing_entity_names_it_and_says_how_to_find_names(conn
     assert "resources/templates/list" in elsewhere.value.error.message
 
 
-async def test_a_subscribed_entity_resource_is_updated_only_by_writes_that_change_it(connect: Connect, memory):
+async def test_a_subscribed_entity_resource_is_updated_only_by_writes_that_change_it(served: SharedServers):
     updates: list[str] = []
 
     async def on_message(message: Any) -> None:
         if isinstance(message, types.ResourceUpdatedNotification):
             updates.append(str(message.params.uri))
 
-    ada, bob = entity_uri("Ada"), entity_uri("Bob")
-    async with connect(memory, message_handler=on_message) as client:
-        await _call(client, "create_entities", {"entities": [_entity("Ada"), _entity("Bob")]})
+    ada, ben = entity_uri("Ada"), entity_uri("Ben")
+    async with served.session(message_handler=on_message) as client:
+        await _call(client, "create_entities", {"entities": [_entity("Ada"), _entity("Ben")]})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             await client.subscribe_resource(ada)
             await client.subscribe_resource(GRAPH_URI)
         # Notices go out before a write's answer, so each list is complete when the call returns.
-        await _call(client, "add_observations", {"observations": [{"entityName": "Bob", "contents": ["tall"]}]})
+        await _call(client, "add_observations", {"observations": [{"entityName": "Ben", "contents": ["tall"]}]})
         assert updates == [GRAPH_URI]
         await _call(client, "add_observations", {"observations": [{"entityName": "Ada", "contents": ["math"]}]})
         assert updates == [GRAPH_URI, GRAPH_URI, ada]
         updates.clear()
-        await _call(client, "create_relations", {"relations": [{"from": "Bob", "to": "Ada", "relationType": "knows"}]})
+        await _call(client, "create_relations", {"relations": [{"from": "Ben", "to": "Ada", "relationType": "knows"}]})
         assert sorted(updates) == sorted([GRAPH_URI, ada])  # a new relation touching Ada changes her resource
         updates.clear()
         await _call(client, "delete_entities", {"entityNames": ["Ada"]})
@@ -310,14 +313,14 @@ async def test_a_subscribed_entity_resource_is_updated_only_by_writes_that_chang
         updates.clear()
         await _call(client, "create_entities", {"entities": [_entity("Ada")]})
         assert updates == [GRAPH_URI]
-    assert bob not in updates
+    assert ben not in updates
 
 
 # -- tool pages --------------------------------------------------------------------------------
 
 
-async def test_tools_list_answers_every_tool_in_one_page_by_default(connect: Connect, memory):
-    async with connect(memory, Serve(toolset="all")) as client:
+async def test_tools_list_answers_every_tool_in_one_page_by_default(served: SharedServers):
+    async with served.shared_session(Serve(toolset="all")) as client:
         listing = await client.list_tools()
         with pytest.raises(MCPError) as error:
             await client.list_tools(cursor="not-a-cursor")

@@ -88,7 +88,7 @@ def test_stdio_says_it_is_ready_in_one_line_and_ctrl_c_ends_it_quietly_with_stat
 
 
 @pytest.mark.slow
-def test_run_by_hand_in_a_terminal_it_says_it_waits_for_an_mcp_client(tmp_path: Path):
+def test_run_by_hand_in_a_terminal_it_says_it_waits_for_an_mcp_client_answers_and_stops_on_ctrl_c(tmp_path: Path):
     terminal, keyboard = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "graphmem"],
@@ -102,12 +102,18 @@ def test_run_by_hand_in_a_terminal_it_says_it_waits_for_an_mcp_client(tmp_path: 
         assert process.stderr is not None
         ready = process.stderr.readline().decode()
         hint = process.stderr.readline().decode()
+        # Typed in: it answers, then Ctrl-C while it waits for the next line ends it at once.
+        os.write(terminal, json.dumps(INITIALIZE).encode() + b"\n")
+        answer = json.loads(process.stdout.readline())
         process.send_signal(signal.SIGINT)
         process.communicate(timeout=START_SECONDS)
     finally:
         os.close(terminal)
+        if process.poll() is None:
+            process.kill()
     assert ready.startswith(f"graphmem {__version__} ready on stdio")
     assert "MCP client" in hint and "Ctrl-C" in hint
+    assert answer["id"] == INITIALIZE["id"]
     assert process.returncode == 0
 
 

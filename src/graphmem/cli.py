@@ -329,24 +329,25 @@ def serve(
     if network is None:
         from graphmem.transports import run_stdio
 
-        # One line, as the official server says it runs; stdout carries protocol messages only.
         chosen = "custom" if settings.tools is not None else settings.toolset
-        click.echo(
-            f"graphmem {__version__} ready on stdio: memory {settings.memory_path} ({settings.backend}), "
-            f"tools {chosen} ({len(listed)})",
-            err=True,
-        )
-        if sys.stdin.isatty():
-            # Someone ran it by hand: it will sit waiting for protocol messages, so say whose.
+        try:
+            # One line, as the official server says it runs; stdout carries protocol messages only.
             click.echo(
-                "It speaks MCP to the client that starts it: add this command to your MCP client's "
-                "configuration (see the README), or press Ctrl-C to stop.",
+                f"graphmem {__version__} ready on stdio: memory {settings.memory_path} ({settings.backend}), "
+                f"tools {chosen} ({len(listed)})",
                 err=True,
             )
-        try:
+            if sys.stdin.isatty():
+                # Someone ran it by hand: it will sit waiting for protocol messages, so say whose.
+                click.echo(
+                    "It speaks MCP to the client that starts it: add this command to your MCP client's "
+                    "configuration (see the README), or press Ctrl-C to stop.",
+                    err=True,
+                )
             run_stdio(server)
         except KeyboardInterrupt:
-            # Ctrl-C in a terminal: every answered write is already on disk.
+            # Ctrl-C in a terminal, as soon as the ready line shows or later: every answered
+            # write is already on disk.
             ctx.exit(0)
         return
 

@@ -46,11 +46,28 @@ class _FileReader:
         return await anyio.to_thread.run_sync(os.read, self._fd, n)
 
 
+class _TerminalReader:
+    """Reads a terminal (someone ran graphmem by hand) once the event loop sees a line typed.
+
+    Not on a thread: a thread blocked reading a terminal cannot be cancelled, so Ctrl-C
+    left the server waiting for one more line before it could exit.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def read(self, n: int) -> bytes:
+        await anyio.wait_readable(self._fd)
+        return os.read(self._fd, n)
+
+
 async def _open_stdin() -> LineReader:
+    if os.isatty(sys.stdin.fileno()):
+        return _TerminalReader(sys.stdin.fileno())
     mode = os.fstat(sys.stdin.fileno()).st_mode
     if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         # What an MCP client hands over is a pipe or a socket. Anything else (a file,
-        # /dev/null, a terminal) is read on a thread: asyncio refuses a regular file,
+        # /dev/null) is read on a thread: asyncio refuses a regular file,
         # and uvloop's libuv aborts the process on a file or /dev/null.
         return _FileReader(sys.stdin.fileno())
     loop = asyncio.get_running_loop()

@@ -125,19 +125,7 @@ class _Reads:
             f"SELECT id, name, entity_type, extra FROM entities WHERE name IN ({texts_in(names_json)}) ORDER BY id",
             (names_json,),
         ).fetchall()
-        if not rows:
-            return []
-        observations: dict[int, list[str]] = {row[0]: [] for row in rows}
-        for entity_id, content in self._conn.execute(
-            "SELECT entity_id, content FROM observations"
-            " WHERE entity_id IN (SELECT value FROM json_each(?)) ORDER BY entity_id, id",
-            (json.dumps(list(observations)),),
-        ):
-            observations[entity_id].append(content)
-        return [
-            Entity(name, entity_type, tuple(observations[entity_id]), _extra(extra))
-            for entity_id, name, entity_type, extra in rows
-        ]
+        return self._entities_of(rows)
 
     def iter_entities(self) -> Iterator[Entity]:
         observations = self._conn.execute("SELECT entity_id, content FROM observations ORDER BY entity_id, id")

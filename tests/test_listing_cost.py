@@ -7,9 +7,9 @@ Measured as a user would: the real server's answer through the MCP SDK client, a
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pytest
+from benchmarks.context_cost import listing_bytes
 from mcp import Client
 
 from graphmem.config import Settings
@@ -23,10 +23,10 @@ BUDGETS = {"default": 24_000, "official": 13_500, "all": 33_500}
 
 
 async def _listing_bytes(settings: Settings, toolset: str) -> int:
+    # The same measure as the figures in the docs (python -m benchmarks.context_cost).
     async with Client(build_server(dataclasses.replace(settings, toolset=toolset)), mode="legacy") as client:
-        tools = (await client.list_tools()).tools
-    wire = [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in tools]
-    return len(json.dumps({"tools": wire}, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+        size, _ = await listing_bytes(client)
+    return size
 
 
 @pytest.mark.parametrize("toolset", list(BUDGETS))

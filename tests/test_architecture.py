@@ -26,12 +26,25 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"core"},
     # open_store picks the backend from the settings, the one upward-looking name storage knows.
     "storage": {"core", "config"},
+    # The sentence-embedding model: numpy and a tokenizer, nothing of graphmem's but its errors.
+    "embedding": {"core"},
     "domain": {"core", "storage"},
     "transfer": {"core", "domain", "storage"},
     "tools": {"core", "domain"},
-    "server": {"core", "domain", "storage", "tools", "config", "_version"},
+    "server": {"core", "domain", "storage", "tools", "config", "embedding", "_version"},
     "transports": {"server", "config", "_version"},
-    "cli": {"core", "domain", "storage", "transfer", "tools", "server", "transports", "config", "_version"},
+    "cli": {
+        "core",
+        "domain",
+        "storage",
+        "transfer",
+        "tools",
+        "server",
+        "transports",
+        "config",
+        "embedding",
+        "_version",
+    },
     "__main__": {"cli"},
     # The package's public surface: the errors, the values and KnowledgeGraph.
     "__init__": {"core", "domain", "_version"},

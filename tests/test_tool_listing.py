@@ -3,7 +3,7 @@
 `fixtures/official_tools_list.json` is the raw `tools/list` answer of the official
 server (2026.8.31). Ours must match it except for what graphmem adds on purpose:
 `maxLength` on `search_nodes.query` (which accepts a list of strings too, unlisted), optional
-arguments and result keys (`entityType`, `limit`, `offset` of `search_nodes`, the
+arguments and result keys (`entityType`, `limit`, `offset`, `mode` of `search_nodes`, the
 `skipped` list of `create_entities`, paging and modes of `read_graph`, `truncated` on
 answers cut to the response budget), and a guidance sentence after each official
 description.
@@ -69,7 +69,7 @@ async def test_each_description_starts_with_the_official_one_and_adds_guidance(c
 # What graphmem adds on purpose, property by property: optional inputs and outputs.
 INPUT_ADDITIONS = {
     "read_graph": {"entityType", "offset", "limit", "mode"},
-    "search_nodes": {"entityType", "limit", "offset"},
+    "search_nodes": {"entityType", "limit", "offset", "mode"},
 }
 OUTPUT_ADDITIONS = {
     "create_entities": {"skipped"},
@@ -84,7 +84,7 @@ async def test_input_schemas_are_the_official_ones_apart_from_optional_additions
     ours = copy.deepcopy((await listed(client))[name]["inputSchema"])
     if name == "search_nodes":
         official_query = OFFICIAL_BY_NAME[name]["inputSchema"]["properties"]["query"]
-        assert list(ours["properties"]) == ["query", "entityType", "limit", "offset"]
+        assert list(ours["properties"]) == ["query", "entityType", "limit", "offset", "mode"]
         # Still first and the official string, with a length limit.
         assert ours["properties"]["query"] == {**official_query, "maxLength": 2048}
         assert ours["properties"]["entityType"]["type"] == "string"
@@ -101,6 +101,7 @@ async def test_input_schemas_are_the_official_ones_apart_from_optional_additions
             "default": 0,
             "description": "",
         }
+        assert ours["properties"]["mode"] == {"enum": ["hybrid", "lexical", "semantic"], "default": "hybrid"}
         ours["properties"]["query"] = official_query
     for added in INPUT_ADDITIONS.get(name, ()):
         ours["properties"].pop(added)

@@ -112,6 +112,8 @@ class Settings:
         tools: an exact list of tool names to list instead of a toolset.
         call_time_limit: seconds a tool call may run before it is stopped and rolled back;
             0 means no limit.
+        semantic: search by meaning: texts are embedded in the background and searches
+            fuse meaning with words; off, graphmem never loads the model.
     """
 
     memory_path: Path = field(default_factory=default_memory_path)
@@ -122,6 +124,7 @@ class Settings:
     toolset: str = "default"
     tools: tuple[str, ...] | None = None
     call_time_limit: float = DEFAULT_CALL_TIME_LIMIT
+    semantic: bool = True
 
     @property
     def backend(self) -> str:
@@ -140,6 +143,7 @@ class Settings:
         tools: str | None = None,
         call_time_limit: float | None = None,
         search_budget: int | None = None,
+        semantic: bool | None = None,
         cwd: Path | None = None,
     ) -> Settings:
         """Build settings from flags (which win) and the environment.
@@ -153,6 +157,7 @@ class Settings:
             tools: the `--tools` flag (comma-separated names), if given.
             call_time_limit: the `--call-time-limit` flag, if given.
             search_budget: the `--search-budget` flag, if given.
+            semantic: the `--semantic/--no-semantic` flag, if given.
             cwd: the directory relative paths resolve against; the working directory when None.
         """
         env = os.environ if environ is None else environ
@@ -183,6 +188,8 @@ class Settings:
             )
         elif search_budget < 0:
             raise ConfigError("--search-budget", str(search_budget), _BUDGET_HINT)
+        if semantic is None:
+            semantic = _parse_bool("GRAPHMEM_SEMANTIC", env.get("GRAPHMEM_SEMANTIC", "") or "on")
         toolset_key = "--toolset" if toolset else "GRAPHMEM_TOOLSET"
         toolset = (toolset or env.get("GRAPHMEM_TOOLSET", "").strip() or "default").lower()
         if toolset not in TOOLSET_NAMES:
@@ -203,6 +210,7 @@ class Settings:
             toolset=toolset,
             tools=tool_names,
             call_time_limit=call_time_limit,
+            semantic=semantic,
         )
 
 

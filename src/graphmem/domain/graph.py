@@ -13,7 +13,11 @@ Every public method is one store transaction, so a call is all-or-nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from graphmem.core.limits import Limits
+from graphmem.domain.fusion import Fusion
+from graphmem.domain.meaning import EMBED_BATCH, Meaning, TextEmbedder
 from graphmem.domain.searching import RankedNames, Searches
 from graphmem.domain.writing import CreatedEntities, CreatedRelations, Writes
 from graphmem.storage.base import Store
@@ -29,10 +33,35 @@ class KnowledgeGraph(Writes, Searches):
         strict: reject relations whose endpoints do not exist, instead of accepting them
             with a notice as the official server does.
         limits: the per-call limits to enforce.
+        embedder: the sentence-embedding model for search by meaning.
+        load_embedder: what loads the model on first need (a server starts without it);
+            with neither, search by meaning is off.
+        fusion: how a hybrid search weighs words against meaning.
     """
 
-    def __init__(self, store: Store, *, strict: bool = False, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        strict: bool = False,
+        limits: Limits | None = None,
+        embedder: TextEmbedder | None = None,
+        load_embedder: Callable[[], TextEmbedder] | None = None,
+        fusion: Fusion | None = None,
+    ) -> None:
         self.store = store
         self.strict = strict
         self.limits = limits or Limits()
         self._indexed = None
+        if embedder is not None:
+            load_embedder = lambda: embedder  # noqa: E731 - the model is already loaded
+        self.meaning = Meaning(load_embedder, store)
+        self.fusion = fusion or Fusion()
+
+    def embed_pending(self, batch: int = EMBED_BATCH) -> int:
+        """Embed one batch of the texts waiting for vectors, here and now; how many it took.
+
+        A worker does this off the request path; call it in a loop (until it answers 0) to
+        embed a whole memory in place, as `graphmem embed` does.
+        """
+        return self.meaning.embed_pending(batch)

@@ -14,7 +14,10 @@ from graphmem.core.models import (
     Relation,
 )
 from graphmem.domain import search
+from graphmem.domain.fusion import CANDIDATES, SEARCH_MODES, FusedHit, Fusion, fuse
+from graphmem.domain.meaning import Meaning
 from graphmem.domain.reading import Reads
+from graphmem.storage.vectors import NearEntity
 
 __all__ = ["RankedNames", "Searches"]
 
@@ -59,6 +62,10 @@ class Searches(Reads):
 
     _indexed: _IndexedGraph | None
     """A small memory's whole graph indexed by name, and the memory version it was read at."""
+    meaning: Meaning
+    """Search by meaning: the model and whether it is on for this memory."""
+    fusion: Fusion
+    """How a hybrid search weighs words against meaning."""
 
     def search_nodes(
         self,
@@ -67,6 +74,7 @@ class Searches(Reads):
         entity_type: str | None = None,
         limit: int | None = None,
         offset: int = 0,
+        mode: str = "hybrid",
     ) -> Graph:
         """Entities matching the query, best first, and the relations touching them.
 
@@ -76,11 +84,15 @@ class Searches(Reads):
             limit: at most this many entities (the best); without it, every entity that
                 contains a query and the best few that match only some of its words.
             offset: how many entities of that order to skip first.
+            mode: "hybrid" (words and meaning, fused), "lexical" (words only) or
+                "semantic" (meaning only). Hybrid is lexical while search by meaning is
+                off or nothing is embedded yet.
 
         Raises:
-            InvalidInputError: an argument is out of range (nothing is searched).
+            InvalidInputError: an argument is out of range, or "semantic" was asked of a
+                memory without search by meaning (nothing is searched).
         """
-        return self.search_page(query, entity_type=entity_type, limit=limit, offset=offset).graph
+        return self.search_page(query, entity_type=entity_type, limit=limit, offset=offset, mode=mode).graph
 
     def search_page(
         self,
@@ -90,6 +102,7 @@ class Searches(Reads):
         limit: int | None = None,
         offset: int = 0,
         load_at_most: int | None = None,
+        mode: str = "hybrid",
     ) -> GraphPage:
         """`search_nodes`, loading at most the first `load_at_most` of the entities it ranks.
 
@@ -99,7 +112,7 @@ class Searches(Reads):
         """
         with self.store.read():  # one snapshot for the ranking and the entities
             ranked = self.rank_search(
-                query, entity_type=entity_type, limit=limit, offset=offset, named_at_most=load_at_most
+                query, entity_type=entity_type, limit=limit, offset=offset, named_at_most=load_at_most, mode=mode
             )
             return GraphPage(self.load_ranked(ranked.names), offset, ranked.total)
 
@@ -111,6 +124,7 @@ class Searches(Reads):
         limit: int | None = None,
         offset: int = 0,
         named_at_most: int | None = None,
+        mode: str = "hybrid",
     ) -> RankedNames:
         """The names `search_nodes` answers with, best first, the first `named_at_most` of them,
         and how many there are in all.
@@ -133,11 +147,54 @@ class Searches(Reads):
             )
         if not 0 <= offset <= self.limits.max_offset:
             raise InvalidInputError("offset", f"is {offset}; give a number from 0 to {self.limits.max_offset}.")
+        if mode not in SEARCH_MODES:
+            raise InvalidInputError("mode", f"is {mode!r}; give one of {', '.join(map(repr, SEARCH_MODES))}.")
+        # The query is embedded before the snapshot opens: the model's time holds no lock.
+        query_vectors = None if mode == "lexical" else self.meaning.query_vectors(queries, required=mode == "semantic")
+        if query_vectors is not None:
+            with self.store.read():
+                near = self._nearest(query_vectors, entity_type, (offset + limit) if limit else None)
+                if mode == "semantic":
+                    return _page([FusedHit(hit.name, False, hit.score) for hit in near], limit, offset, named_at_most)
+                if near:
+                    return self._hybrid(queries, near, entity_type, limit, offset, named_at_most)
         plan = search.word_search(queries, entity_type=entity_type, limit=limit, offset=offset)
         with self.store.read():
             # The store ranks and cuts, so only the entities answered are named.
             result = self.store.search_entities(replace(plan, named_at_most=named_at_most))
         return RankedNames(tuple(hit.name for hit in result.hits), result.total, result.more)
+
+    def _nearest(self, query_vectors: Sequence[Any], entity_type: str | None, wanted: int | None) -> list[NearEntity]:
+        """The entities closest in meaning to any of the queries, best first."""
+        assert self.meaning.vectors is not None
+        count = max(CANDIDATES, wanted or 0)
+        best: dict[str, float] = {}
+        for vector in query_vectors:
+            for near in self.meaning.vectors.nearest_entities(vector, self.meaning.fingerprint, count, entity_type):
+                best[near.name] = max(near.score, best.get(near.name, -2.0))
+        return [NearEntity(name, score) for name, score in sorted(best.items(), key=lambda item: -item[1])]
+
+    def _hybrid(
+        self,
+        queries: Sequence[str],
+        near: Sequence[NearEntity],
+        entity_type: str | None,
+        limit: int | None,
+        offset: int,
+        named_at_most: int | None,
+    ) -> RankedNames:
+        # The word ranking's candidates: with a limit, its best CANDIDATES (or the whole
+        # page asked for); without one, every official match and its best word matches, as
+        # a lexical search answers, so no official match is ever left out.
+        window = None if limit is None else max(CANDIDATES, offset + limit)
+        plan = search.word_search(queries, entity_type=entity_type, limit=window, offset=0)
+        words = self.store.search_entities(plan)
+        fused = fuse(words.hits, near, self.fusion)
+        if limit is None:
+            official = [hit for hit in fused if hit.official]
+            fused = official + [hit for hit in fused if not hit.official][: search.MAX_WORD_MATCHES]
+        ranked = _page(fused, limit, offset, named_at_most)
+        return replace(ranked, more=words.more)
 
     def official_subgraph(self, names: Sequence[str], at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         """`load_ranked(names).to_wire()` cut from `official_graph(at_most)`, or None when the
@@ -182,3 +239,10 @@ class Searches(Reads):
             # Keys, not whole relations: an answer never shows a relation's extra keys.
             relations = tuple(Relation(*key) for key in self.store.relation_keys_touching(names))
         return Graph(ranked, relations)
+
+
+def _page(hits: Sequence[FusedHit], limit: int | None, offset: int, named_at_most: int | None) -> RankedNames:
+    """The names of one page of a ranked answer (`offset`, `limit`), the first `named_at_most` of them."""
+    page = hits[offset:] if limit is None else hits[offset : offset + limit]
+    names = [hit.name for hit in page]
+    return RankedNames(tuple(names if named_at_most is None else names[:named_at_most]), len(names))

@@ -27,6 +27,7 @@ from graphmem._version import __version__
 from graphmem.config import Settings
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.server import notices, resource_handlers
+from graphmem.server.embedding_worker import EmbeddingWorker, model_loader
 from graphmem.server.instructions import build_instructions
 from graphmem.server.prompt_handlers import PromptHandlers
 from graphmem.server.request_errors import ExplainedErrors
@@ -82,17 +83,28 @@ def build_server(
         given, store = store, None
         opened = given if given is not None else await anyio.to_thread.run_sync(open_store, settings)
         try:
-            graph = KnowledgeGraph(opened, strict=settings.strict, limits=settings.limits)
+            graph = KnowledgeGraph(
+                opened,
+                strict=settings.strict,
+                limits=settings.limits,
+                load_embedder=model_loader(settings),
+            )
             state = AppState(
                 ToolContext(graph, settings.response_budget, settings.search_budget),
                 StoreAccess(opened, inline=one_client),
                 call_time_limit=settings.call_time_limit,
             )
+            # Embeds what is waiting (and what clients write) off the request path.
+            worker = EmbeddingWorker(graph.meaning, opened) if graph.meaning.enabled else None
+            if worker is not None:
+                worker.start()
             state.relay.attach()
             try:
                 yield state
             finally:
                 state.relay.detach()
+                if worker is not None:
+                    await anyio.to_thread.run_sync(worker.stop)
                 await anyio.to_thread.run_sync(state.access.stop)
         finally:
             await anyio.to_thread.run_sync(opened.close)

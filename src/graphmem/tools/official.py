@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from graphmem.core.limits import Limits
 from graphmem.core.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
+from graphmem.domain.fusion import SEARCH_MODES
 from graphmem.domain.graph import RankedNames
 from graphmem.domain.search import RANKED_AT_MOST
 from graphmem.tools import schemas
@@ -126,6 +127,7 @@ class _SearchArgs(ToolArgs):
     entity_type: Omittable[str] = Field(default=None, alias="entityType")
     limit: Omittable[int] = None
     offset: int = 0
+    mode: Literal["hybrid", "lexical", "semantic"] = "hybrid"
 
 
 class _OpenArgs(ToolArgs):
@@ -298,7 +300,12 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
 
     def rank(named_at_most: int | None) -> RankedNames:
         return ctx.graph.rank_search(
-            args.query, entity_type=args.entity_type, limit=args.limit, offset=args.offset, named_at_most=named_at_most
+            args.query,
+            entity_type=args.entity_type,
+            limit=args.limit,
+            offset=args.offset,
+            named_at_most=named_at_most,
+            mode=args.mode,
         )
 
     # Rank and name no more entities than the budget could show, however many match: at
@@ -552,8 +559,8 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
         title="Search Nodes",
         description=(
             "Search for nodes in the knowledge graph based on a query. "
-            "When you do not know the exact names: plain words or a question, best matches first; query "
-            "may also be a list of strings to match any of."
+            "When you do not know the exact names: plain words or a question, matched by words and by "
+            "meaning, best first; query may also be a list of strings to match any of."
         ),
         input_schema=schemas.input_schema(
             {
@@ -567,6 +574,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
                 "entityType": {"type": "string"},
                 "limit": {"type": "integer", "minimum": 1, "maximum": _LIMITS.max_page_size},
                 "offset": {"type": "integer", "minimum": 0, "maximum": _LIMITS.max_offset, "default": 0},
+                "mode": {"enum": list(SEARCH_MODES), "default": "hybrid"},
             },
             ["query"],
         ),

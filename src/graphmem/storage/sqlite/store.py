@@ -38,7 +38,9 @@ from graphmem.storage.sqlite.search import _Search
 from graphmem.storage.sqlite.text import (
     TRIGRAM_FORM,
 )
+from graphmem.storage.sqlite.vectors import _Vectors
 from graphmem.storage.sqlite.writes import _Writes
+from graphmem.storage.vectors import ENTITY_TEXT, OBSERVATION_TEXT
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -117,6 +119,13 @@ _BULK_CATCH_UP = {
         " SELECT entity_type, count(*) FROM entities WHERE id > :entity GROUP BY entity_type"
         " ON CONFLICT (entity_type) DO UPDATE SET count = count + excluded.count"
     ),
+    "vectors_entities_ai": (
+        f"INSERT OR IGNORE INTO vectors_stale (kind, row_id) SELECT {ENTITY_TEXT}, id FROM entities WHERE id > :entity"
+    ),
+    "vectors_observations_ai": (
+        f"INSERT OR IGNORE INTO vectors_stale (kind, row_id) SELECT {OBSERVATION_TEXT}, id FROM observations"
+        " WHERE id > :observation"
+    ),
     "relation_writes_ai": "UPDATE write_counts SET count = count + 1 WHERE name = 'relations'",
     "relation_type_counts_ai": (
         "INSERT INTO relation_type_counts (relation_type, count)"
@@ -126,7 +135,7 @@ _BULK_CATCH_UP = {
 }
 
 
-class SQLiteStore(_Writes, _Search):
+class SQLiteStore(_Writes, _Search, _Vectors):
     """A `Store` over one SQLite database file (or `:memory:`)."""
 
     def __init__(self, path: Path | str, *, read_only: bool = False) -> None:

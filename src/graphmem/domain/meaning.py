@@ -1,0 +1,169 @@
+"""Search by meaning: the model behind it, loaded on first need, and the texts it embeds.
+
+What is embedded is what can answer a question: each observation as it is written, and
+each entity's name with its aliases ("Bob Martinez (Robert Martinez, Bobby)"), so that a
+question naming the entity another way finds it. The store queues every text written
+(`storage.vectors`); `embed_pending` takes a batch from that queue, embeds it and hands
+the vectors back, and is all a worker does, in a loop, off the request path.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from graphmem.core.errors import GraphmemError, InvalidInputError
+from graphmem.storage.vectors import ENTITY_TEXT, EmbeddedText, PendingText, VectorStore
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["CLAIM_SECONDS", "EMBED_BATCH", "Meaning", "TextEmbedder", "embedding_text"]
+
+_log = logging.getLogger("graphmem.embedding")
+
+EMBED_BATCH = 32
+"""Texts embedded at a time: large enough that the model runs at its batch speed, small
+enough that a search waiting for the processor meanwhile waits a fraction of a second."""
+
+CLAIM_SECONDS = 120.0
+"""How long a batch of texts stays claimed by the process embedding it: long past a
+batch's time, short enough that a crashed process's claim is soon taken up by another."""
+
+
+class TextEmbedder(Protocol):
+    """A sentence-embedding model (graphmem.embedding.Embedder)."""
+
+    @property
+    def fingerprint(self) -> str:
+        """The model and its weights, stored beside the vectors it made."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit vectors for the texts, one row each."""
+        ...
+
+
+def embedding_text(pending: PendingText) -> str:
+    """The text embedded for a queued row: an observation as written; an entity's name and aliases."""
+    if pending.kind == ENTITY_TEXT and pending.aliases:
+        return f"{pending.text} ({', '.join(pending.aliases)})"
+    return pending.text
+
+
+class Meaning:
+    """Whether this memory is searched by meaning, and the model, loaded once on first need.
+
+    Args:
+        load: loads the model (it reads about 90 MB and takes a fraction of a second), or
+            None when search by meaning is off.
+        store: the memory's store, if it keeps vectors (SQLite); a JSONL file does not.
+        why_off: what to tell a caller that asks for meaning when it is off.
+    """
+
+    def __init__(
+        self, load: Callable[[], TextEmbedder] | None, store: object, *, why_off: str = "it is turned off"
+    ) -> None:
+        self._load = load
+        self._model: TextEmbedder | None = None
+        self._lock = threading.Lock()
+        self._model_recorded = False
+        self.vectors: VectorStore | None = store if isinstance(store, VectorStore) else None
+        self.why_off = why_off
+        if load is not None and self.vectors is None:
+            self.why_off = "this memory is a JSONL file, which keeps no vectors: search by meaning needs a .db memory"
+
+    @property
+    def enabled(self) -> bool:
+        """Search by meaning is on for this memory (the model may not be loaded yet)."""
+        return self._load is not None and self.vectors is not None
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def model(self) -> TextEmbedder:
+        """The model, loaded now if it was not yet (it touches no store: load it on any thread).
+
+        Raises:
+            InvalidInputError: search by meaning is off for this memory.
+        """
+        if self._model is not None:
+            return self._model
+        with self._lock:
+            if self._model is None:
+                if not self.enabled or self._load is None:
+                    raise self.unavailable()
+                try:
+                    self._model = self._load()
+                except GraphmemError as error:  # the model's package is missing or damaged
+                    self._load = None
+                    self.why_off = f"the model could not be loaded ({error})"
+                    _log.warning("search by meaning is off: %s", error)
+                    raise self.unavailable() from error
+        return self._model
+
+    def unavailable(self) -> InvalidInputError:
+        """The error a search by meaning only gets while meaning is off."""
+        return InvalidInputError("mode", f'cannot be "semantic": {self.why_off}. Use "lexical" or "hybrid".')
+
+    def query_vectors(self, queries: Sequence[str], *, required: bool) -> list[npt.NDArray[np.float32]] | None:
+        """The queries' vectors, or None when meaning is off and not `required`.
+
+        Raises:
+            InvalidInputError: meaning is off and `required`.
+        """
+        if not self.enabled and not required:
+            return None
+        try:
+            model = self.model()
+        except InvalidInputError:
+            if required:
+                raise
+            return None
+        return list(model.embed(list(queries)))
+
+    @property
+    def fingerprint(self) -> str:
+        return self.model().fingerprint
+
+    def claim(self, batch: int = EMBED_BATCH) -> list[PendingText]:
+        """Texts waiting for vectors, claimed for this process (a write; nothing when meaning is off)."""
+        if self.vectors is None or not self.enabled:
+            return []
+        if not self._model_recorded:
+            # Vectors another model made cannot be compared with this one's: if there are
+            # any, they are dropped and every text waits again, before the first claim.
+            self.vectors.use_model(self.model().fingerprint)
+            self._model_recorded = True
+        return self.vectors.claim_texts(batch, CLAIM_SECONDS)
+
+    def embed(self, pending: Sequence[PendingText]) -> list[EmbeddedText]:
+        """The vectors of claimed texts (the slow part: run it off the request path)."""
+        if not pending:
+            return []
+        vectors = self.model().embed([embedding_text(text) for text in pending])
+        return [EmbeddedText(text, vector) for text, vector in zip(pending, vectors, strict=True)]
+
+    def save(self, embedded: Sequence[EmbeddedText]) -> int:
+        assert self.vectors is not None
+        return self.vectors.save_vectors(embedded)
+
+    def release(self, pending: Sequence[PendingText]) -> None:
+        if self.vectors is not None and pending:
+            self.vectors.release_texts(pending)
+
+    def embed_pending(self, batch: int = EMBED_BATCH) -> int:
+        """Embed one batch of waiting texts here and now; how many it took (0: none is waiting
+        that another process is not already embedding)."""
+        pending = self.claim(batch)
+        try:
+            embedded = self.embed(pending)
+        except BaseException:
+            self.release(pending)
+            raise
+        self.save(embedded)
+        return len(pending)

@@ -1,0 +1,114 @@
+"""The embedding worker: a thread that embeds what the memory has queued, off the request path.
+
+It starts a little after the server (the model loads once the client's handshake is
+answered, not before it), then loops: claim a batch of waiting texts from the store,
+embed them, store the vectors. The queue lives in the store, so a crash loses nothing
+(the claim expires and the texts are taken up again, here or by another process on the
+same memory), and a write never waits for the model. When nothing waits, the worker
+looks again each `POLL_SECONDS`, but only if the memory changed (a cheap version check):
+a fact written now is found by meaning about `POLL_SECONDS` plus one batch later.
+
+The store's own lock keeps the worker's short transactions (claim, save) apart from the
+calls of the clients; the embedding itself holds no lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Hashable
+
+from graphmem.config import Settings
+from graphmem.core.errors import InvalidInputError
+from graphmem.domain.meaning import EMBED_BATCH, Meaning, TextEmbedder
+from graphmem.storage import Store
+
+__all__ = ["POLL_SECONDS", "START_DELAY_SECONDS", "EmbeddingWorker", "model_loader"]
+
+_log = logging.getLogger("graphmem.embedding")
+
+START_DELAY_SECONDS = 1.0
+"""How long after the server starts the worker loads the model: the handshake comes first."""
+
+POLL_SECONDS = 0.25
+"""How often an idle worker checks whether the memory changed."""
+
+_BACKOFF_SECONDS = 30.0
+"""How long the worker rests after a failure (the memory busy, the disk full) before trying again."""
+
+
+def model_loader(settings: Settings) -> Callable[[], TextEmbedder] | None:
+    """What loads the embedding model on first need, or None when search by meaning is off."""
+    if not settings.semantic:
+        return None
+
+    def load() -> TextEmbedder:
+        # Imported here: numpy and the tokenizer cost a server that never needs them nothing.
+        from graphmem.embedding import load_embedder
+
+        return load_embedder()
+
+    return load
+
+
+class EmbeddingWorker:
+    """Embeds the memory's waiting texts on a thread of its own until stopped.
+
+    Args:
+        meaning: the model and the store's vectors.
+        store: the memory (for its version, to tell an idle memory from a changed one).
+        start_delay: seconds to wait before the first batch (and the model's loading).
+    """
+
+    def __init__(self, meaning: Meaning, store: Store, *, start_delay: float = START_DELAY_SECONDS) -> None:
+        self._meaning = meaning
+        self._store = store
+        self._start_delay = start_delay
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="graphmem-embedding", daemon=True)
+        self.embedded = 0
+        """Texts this worker has embedded (for logs and tests)."""
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop after the batch in hand (its vectors are stored, or its claim given back)."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        if self._stopping.wait(self._start_delay):
+            return
+        idle_at: Hashable | None = None
+        while not self._stopping.is_set() and self._meaning.enabled:
+            try:
+                version = self._store.version()
+                if version is not None and version == idle_at:
+                    self._stopping.wait(POLL_SECONDS)
+                    continue
+                # The version read before the claim: a write after it is looked for next time.
+                idle_at = None if self._one_batch() else version
+            except InvalidInputError:  # the model could not be loaded: meaning is off (and logged)
+                return
+            except Exception:  # the worker must outlive a busy or full disk; the next write retries
+                _log.warning("embedding paused for %.0f s after an error", _BACKOFF_SECONDS, exc_info=True)
+                self._stopping.wait(_BACKOFF_SECONDS)
+
+    def _one_batch(self) -> bool:
+        """Embed one batch; False when nothing was waiting."""
+        pending = self._meaning.claim(EMBED_BATCH)
+        if not pending:
+            return False
+        try:
+            embedded = self._meaning.embed(pending)
+            if self._stopping.is_set():
+                raise InterruptedError
+        except BaseException:
+            self._meaning.release(pending)
+            if self._stopping.is_set():
+                return False
+            raise
+        self.embedded += self._meaning.save(embedded)
+        return True

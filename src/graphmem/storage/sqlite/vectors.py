@@ -1,0 +1,255 @@
+"""SQLiteStore's vectors: the queue of texts waiting to be embedded, the vectors, and the search over them.
+
+The tables and the triggers that fill the queue are in migration 0013. Texts are handed
+out with a claim that expires (`vectors_stale.claimed_until`), so several processes on one
+file share the work and a claim whose process died is taken up again. The in-memory
+`BitIndex` is this connection's own and catches up with every process's vectors by id.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from graphmem.storage.sqlite.reads import _Reads
+from graphmem.storage.vectors import (
+    ENTITY_TEXT,
+    OBSERVATION_TEXT,
+    BitIndex,
+    EmbeddedText,
+    NearEntity,
+    PendingText,
+    VectorProgress,
+    dequantize,
+    quantize,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# How many vectors the exact pass scores for each entity asked for, and at least. The
+# first pass (sign bits) keeps the true best ten of a few hundred thousand among its best
+# 400 for nearly every query on the evaluation sets; scoring them costs about a millisecond.
+_CANDIDATES_PER_RESULT = 20
+_FEWEST_CANDIDATES = 400
+# With a type filter most candidates may be of other types: look at more.
+_CANDIDATES_OF_A_TYPE = 4000
+
+# SQLite 3.40 takes 32,766 parameters in a statement; chunks of this many stay well below.
+_CHUNK = 900
+
+
+def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def _aliases(extra: str | None) -> tuple[str, ...]:
+    """The text aliases in an entity's extra (a list of strings, or one string)."""
+    if not extra:
+        return ()
+    try:
+        found = json.loads(extra).get("aliases")
+    except (ValueError, AttributeError):
+        return ()
+    if isinstance(found, str):
+        return (found,)
+    if isinstance(found, list):
+        return tuple(item for item in found if isinstance(item, str))
+    return ()
+
+
+class _Vectors(_Reads):
+    """The `VectorStore` side of `SQLiteStore`."""
+
+    supports_vectors = True
+    _bit_index: BitIndex | None = None
+
+    def claim_texts(self, limit: int, lease_seconds: float) -> list[PendingText]:
+        now = time.time()
+        # Looked for first in a read: an idle worker asking finds nothing without writing.
+        with self.read():  # type: ignore[attr-defined]
+            if not self._conn.execute("SELECT 1 FROM vectors_stale WHERE claimed_until < ? LIMIT 1", (now,)).fetchone():
+                return []
+        with self.write():  # type: ignore[attr-defined]
+            keys = self._conn.execute(
+                "SELECT kind, row_id FROM vectors_stale WHERE claimed_until < ? LIMIT ?", (now, limit)
+            ).fetchall()
+            if not keys:
+                return []
+            self._conn.executemany(
+                "UPDATE vectors_stale SET claimed_until = ? WHERE kind = ? AND row_id = ?",
+                [(now + lease_seconds, kind, row_id) for kind, row_id in keys],
+            )
+            pending = self._current_texts(keys)
+            gone = set(keys) - {(text.kind, text.row_id) for text in pending}
+            # Deletes remove their queue entries; a left-over one is dropped here, not retried forever.
+            self._conn.executemany("DELETE FROM vectors_stale WHERE kind = ? AND row_id = ?", sorted(gone))
+        return pending
+
+    def _current_texts(self, keys: Sequence[tuple[int, int]]) -> list[PendingText]:
+        """The texts of these queue keys as they are now (the ones still there)."""
+        observation_ids = [row_id for kind, row_id in keys if kind == OBSERVATION_TEXT]
+        entity_ids = [row_id for kind, row_id in keys if kind == ENTITY_TEXT]
+        found: list[PendingText] = []
+        for chunk in _chunks(observation_ids):
+            found.extend(
+                PendingText(OBSERVATION_TEXT, row_id, name, content)
+                for row_id, content, name in self._conn.execute(
+                    "SELECT o.id, o.content, e.name FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
+                    f" WHERE o.id IN ({', '.join('?' * len(chunk))})",
+                    tuple(chunk),
+                )
+            )
+        for chunk in _chunks(entity_ids):
+            found.extend(
+                PendingText(ENTITY_TEXT, row_id, name, name, _aliases(extra))
+                for row_id, name, extra in self._conn.execute(
+                    f"SELECT id, name, extra FROM entities WHERE id IN ({', '.join('?' * len(chunk))})", tuple(chunk)
+                )
+            )
+        return found
+
+    def save_vectors(self, embedded: Sequence[EmbeddedText]) -> int:
+        if not embedded:
+            return 0
+        import numpy as np
+
+        with self.write():  # type: ignore[attr-defined]
+            current = {
+                (text.kind, text.row_id): text
+                for text in self._current_texts([(item.pending.kind, item.pending.row_id) for item in embedded])
+            }
+            # An observation keeps its text (observations are never edited in place), but it
+            # can move to another entity (a merge); an entity can be renamed or get new aliases.
+            unchanged = [
+                item for item in embedded if current.get((item.pending.kind, item.pending.row_id)) == item.pending
+            ]
+            changed = [item.pending for item in embedded if item not in unchanged]
+            if unchanged:
+                codes, blobs = quantize(np.stack([item.vector for item in unchanged]).astype(np.float32))
+                entity_ids = self._entity_ids([item.pending.entity_name for item in unchanged])
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO vectors (kind, row_id, entity_id, code, vector) VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (item.pending.kind, item.pending.row_id, entity_ids[item.pending.entity_name], code, blob)
+                        for item, code, blob in zip(unchanged, codes, blobs, strict=True)
+                    ],
+                )
+                self._conn.executemany(
+                    "DELETE FROM vectors_stale WHERE kind = ? AND row_id = ?",
+                    [(item.pending.kind, item.pending.row_id) for item in unchanged],
+                )
+            self._release(changed)
+        return len(unchanged)
+
+    def _entity_ids(self, names: Sequence[str]) -> dict[str, int]:
+        ids: dict[str, int] = {}
+        unique = list(dict.fromkeys(names))
+        for chunk in _chunks(unique):
+            ids.update(
+                self._conn.execute(
+                    f"SELECT name, id FROM entities WHERE name IN ({', '.join('?' * len(chunk))})", tuple(chunk)
+                ).fetchall()
+            )
+        return ids
+
+    def release_texts(self, pending: Sequence[PendingText]) -> None:
+        if pending:
+            with self.write():  # type: ignore[attr-defined]
+                self._release(pending)
+
+    def _release(self, pending: Sequence[PendingText]) -> None:
+        self._conn.executemany(
+            "UPDATE vectors_stale SET claimed_until = 0 WHERE kind = ? AND row_id = ?",
+            [(text.kind, text.row_id) for text in pending],
+        )
+
+    def vector_progress(self) -> VectorProgress:
+        with self.read():  # type: ignore[attr-defined]
+            embedded = self._conn.execute("SELECT count(*) FROM vectors").fetchone()[0]
+            waiting = self._conn.execute("SELECT count(*) FROM vectors_stale").fetchone()[0]
+            row = self._conn.execute("SELECT fingerprint FROM vector_model").fetchone()
+        return VectorProgress(embedded, waiting, row[0] if row else None)
+
+    def use_model(self, fingerprint: str) -> bool:
+        with self.write():  # type: ignore[attr-defined]
+            row = self._conn.execute("SELECT fingerprint FROM vector_model").fetchone()
+            if row is not None and row[0] == fingerprint:
+                return False
+            self._conn.execute("INSERT OR REPLACE INTO vector_model (id, fingerprint) VALUES (1, ?)", (fingerprint,))
+            if row is None:
+                return False
+            self._conn.execute("DELETE FROM vectors")
+            self._conn.execute("DELETE FROM vectors_stale")
+            self._conn.execute(f"INSERT INTO vectors_stale (kind, row_id) SELECT {ENTITY_TEXT}, id FROM entities")
+            self._conn.execute(
+                f"INSERT INTO vectors_stale (kind, row_id) SELECT {OBSERVATION_TEXT}, id FROM observations"
+            )
+        if self._bit_index is not None:
+            self._bit_index.clear()
+        return True
+
+    def nearest_entities(
+        self, query: npt.NDArray[np.float32], model: str, limit: int, entity_type: str | None = None
+    ) -> list[NearEntity]:
+        import numpy as np
+
+        with self.read():  # type: ignore[attr-defined]
+            if self._conn.execute("SELECT fingerprint FROM vector_model").fetchone() != (model,):
+                return []
+            index = self._caught_up_index()
+            wanted = _CANDIDATES_OF_A_TYPE if entity_type is not None else _CANDIDATES_PER_RESULT * limit
+            candidates = index.candidates(query, max(wanted, _FEWEST_CANDIDATES)).tolist()
+            rows: list[tuple[int, int, bytes]] = []
+            for chunk in _chunks(candidates):
+                rows.extend(
+                    self._conn.execute(
+                        f"SELECT id, entity_id, vector FROM vectors WHERE id IN ({', '.join('?' * len(chunk))})",
+                        tuple(chunk),
+                    )
+                )
+            # Vectors deleted since they were read into the index (their texts were deleted or
+            # changed) are not found; once they are a quarter of it, it is read anew.
+            index.dead += len(candidates) - len(rows)
+            if index.dead * 4 > len(index):
+                index.clear()
+            if not rows:
+                return []
+            scores = dequantize([row[2] for row in rows], len(query)) @ query.astype(np.float32)
+            best: dict[int, float] = {}
+            for (_, entity_id, _), score in zip(rows, scores.tolist(), strict=True):
+                if score > best.get(entity_id, -2.0):
+                    best[entity_id] = score
+            ranked = sorted(best.items(), key=lambda item: -item[1])
+            return self._named(ranked, limit, entity_type)
+
+    def _named(self, ranked: list[tuple[int, float]], limit: int, entity_type: str | None) -> list[NearEntity]:
+        found: list[NearEntity] = []
+        for chunk in _chunks(ranked):
+            ids = [entity_id for entity_id, _ in chunk]
+            names = {
+                entity_id: (name, kind)
+                for entity_id, name, kind in self._conn.execute(
+                    f"SELECT id, name, entity_type FROM entities WHERE id IN ({', '.join('?' * len(ids))})", tuple(ids)
+                )
+            }
+            for entity_id, score in chunk:
+                named = names.get(entity_id)
+                if named is not None and (entity_type is None or named[1] == entity_type):
+                    found.append(NearEntity(named[0], score))
+                    if len(found) == limit:
+                        return found
+        return found
+
+    def _caught_up_index(self) -> BitIndex:
+        if self._bit_index is None:
+            self._bit_index = BitIndex()
+        index = self._bit_index
+        rows = self._conn.execute("SELECT id, code FROM vectors WHERE id > ? ORDER BY id", (index.last_id,)).fetchall()
+        if rows:
+            index.append([row[0] for row in rows], [row[1] for row in rows])
+        return index

@@ -48,6 +48,8 @@ class Serve:
     tools: str | None = None
     log_level: str = "warning"
     """The server's own log level (`--log-level`), which bounds what a client can get."""
+    semantic: bool | None = None
+    """`--semantic` / `--no-semantic`; None leaves the default (on)."""
 
 
 Connect = Callable[..., AbstractAsyncContextManager[Client]]
@@ -56,7 +58,9 @@ Connect = Callable[..., AbstractAsyncContextManager[Client]]
 
 @asynccontextmanager
 async def _in_memory(memory: Path, serve: Serve = Serve(), **client_options: Any) -> AsyncIterator[Client]:
-    settings = Settings.from_env({}, memory_file=str(memory), toolset=serve.toolset, tools=serve.tools)
+    settings = Settings.from_env(
+        {}, memory_file=str(memory), toolset=serve.toolset, tools=serve.tools, semantic=serve.semantic
+    )
     # In process the server shares our logging: the graphmem logger gets the level the
     # process would get from --log-level, for as long as the client is connected.
     graphmem_logger = logging.getLogger("graphmem")
@@ -75,6 +79,8 @@ def _serve_args(serve: Serve) -> list[str]:
         args += ["--toolset", serve.toolset]
     if serve.tools is not None:
         args += ["--tools", serve.tools]
+    if serve.semantic is not None:
+        args.append("--semantic" if serve.semantic else "--no-semantic")
     return args
 
 

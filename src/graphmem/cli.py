@@ -11,6 +11,7 @@ import errno
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -21,6 +22,8 @@ from graphmem._version import __version__
 from graphmem.config import DEFAULT_HTTP_PORT, DEFAULT_TCP_PORT, NetworkSettings, Settings
 from graphmem.core.errors import GraphmemError, ImportFormatError, InvalidInputError, SchemaVersionError
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.meaning import EMBED_BATCH
+from graphmem.embedding import load_embedder
 from graphmem.storage import open_checked_store, open_store
 from graphmem.transfer import EXPORT_FORMATS, ExportFormat, ImportReport, export_graph, import_stream, write_atomically
 
@@ -54,8 +57,21 @@ def memory_options(command: F) -> F:
     return command
 
 
+def semantic_option(command: F) -> F:
+    """Whether graphmem searches by meaning, on the commands that would load the model."""
+    return click.option(
+        "--semantic/--no-semantic",
+        default=None,
+        help=(
+            "Search by meaning as well as by words: embed texts in the background and fuse both "
+            "rankings (env GRAPHMEM_SEMANTIC, default on). Off, the model is never loaded."
+        ),
+    )(command)
+
+
 def serve_options(command: F) -> F:
     """The options of serving, on `serve` and on the bare `graphmem` that serves by default."""
+    command = semantic_option(command)
     command = click.option(
         "--log-level",
         type=click.Choice(LOG_LEVELS, case_sensitive=False),
@@ -121,10 +137,12 @@ def _settings(
     tools: str | None = None,
     call_time_limit: float | None = None,
     search_budget: int | None = None,
+    semantic: bool | None = None,
 ) -> Settings:
     parent = ctx.find_root().params
     try:
         return Settings.from_env(
+            semantic=semantic if semantic is not None else parent.get("semantic"),
             memory_file=memory_file or parent.get("memory_file"),
             strict=strict if strict is not None else parent.get("strict"),
             response_budget=response_budget if response_budget is not None else parent.get("response_budget"),
@@ -139,7 +157,12 @@ def _settings(
 
 def _open_graph(settings: Settings) -> KnowledgeGraph:
     try:
-        return KnowledgeGraph(open_store(settings), strict=settings.strict, limits=settings.limits)
+        return KnowledgeGraph(
+            open_store(settings),
+            strict=settings.strict,
+            limits=settings.limits,
+            load_embedder=load_embedder if settings.semantic else None,
+        )
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
 
@@ -179,6 +202,7 @@ def cli(
     toolset: str | None,
     tools: str | None,
     log_level: str | None,
+    semantic: bool | None,
 ) -> None:
     """graphmem: persistent knowledge-graph memory for AI agents, over MCP.
 
@@ -187,6 +211,7 @@ def cli(
     if ctx.invoked_subcommand is None:
         ctx.invoke(
             serve,
+            semantic=semantic,
             memory_file=memory_file,
             strict=strict,
             response_budget=response_budget,
@@ -286,10 +311,13 @@ def serve(
     allowed_origins: tuple[str, ...] = (),
     json_response: bool | None = None,
     log_level: str | None = None,
+    semantic: bool | None = None,
 ) -> None:
     """Serve MCP over stdio (what an MCP client starts), or many clients over --http or --tcp."""
     transport = _transport(http, tcp, host, port)
-    settings = _settings(ctx, memory_file, strict, response_budget, toolset, tools, call_time_limit, search_budget)
+    settings = _settings(
+        ctx, memory_file, strict, response_budget, toolset, tools, call_time_limit, search_budget, semantic
+    )
     log_level = (log_level or ctx.find_root().params.get("log_level") or "warning").lower()
     network: NetworkSettings | None = None
     if transport is not None:
@@ -452,9 +480,10 @@ def stats(ctx: click.Context, memory_file: str | None, strict: bool | None) -> N
     click.echo(f"size on disk: {size} bytes")
 
 
-# Past these sizes an import or export takes long enough that a progress bar helps.
+# Past these sizes an import, export or embedding takes long enough that a progress bar helps.
 LARGE_FILE_BYTES = 5 * 1024 * 1024
 LARGE_GRAPH_RECORDS = 10_000
+LARGE_EMBEDDING = 1_000
 
 _PROGRESS_HELP = (
     "Show a progress bar on stderr, or never show one. Default: shown when stderr is a terminal "
@@ -533,6 +562,7 @@ def _print_import_report(report: ImportReport, source: str, settings: Settings) 
     default=None,
     help=_PROGRESS_HELP.format(what="file", size=f"{LARGE_FILE_BYTES // (1024 * 1024)} MB"),
 )
+@semantic_option
 @click.pass_context
 def import_(
     ctx: click.Context,
@@ -541,6 +571,7 @@ def import_(
     progress: bool | None,
     memory_file: str | None,
     strict: bool | None,
+    semantic: bool | None,
 ) -> None:
     """Merge a JSONL or JSON file into the memory.
 
@@ -560,8 +591,12 @@ def import_(
 
     The import is one transaction: on an unreadable line it stops with "Line N: reason"
     and imports nothing, unless --skip-invalid is given.
+
+    Then, with search by meaning on, the new texts are embedded, with their own progress
+    and speed. Ctrl-C stops that part only: what is left is embedded by the next server
+    on this memory, in the background, or by `graphmem embed`.
     """
-    settings = _settings(ctx, memory_file, strict)
+    settings = _settings(ctx, memory_file, strict, semantic=semantic)
     from_stdin = str(file) == "-"
     source = "standard input" if from_stdin else str(file)
     if not from_stdin and _same_file(file, settings.memory_path):
@@ -600,9 +635,87 @@ def import_(
         raise click.ClickException(str(error)) from error
     except OSError as error:
         raise _reading_error(source, error) from error
+    except BaseException:
+        graph.store.close()
+        raise
+    try:
+        _print_import_report(report, source, settings)
+        _embed_waiting(graph, progress)
     finally:
         graph.store.close()
-    _print_import_report(report, source, settings)
+
+
+def _embed_waiting(graph: KnowledgeGraph, progress: bool | None) -> None:
+    """Embed every text waiting for a vector, with a progress bar, and say how fast it went."""
+    vectors = graph.meaning.vectors
+    if not graph.meaning.enabled or vectors is None:
+        return
+    try:
+        waiting = vectors.vector_progress().waiting
+        if not waiting:
+            return
+        graph.meaning.model()  # loaded before the clock starts: the speed is the model's
+        done, started = 0, time.monotonic()
+        with _progress_bar(progress, waiting, LARGE_EMBEDDING, "Embedding") as advance:
+            while taken := graph.embed_pending(EMBED_BATCH * 2):
+                done += taken
+                if advance is not None:
+                    advance(taken)
+    except KeyboardInterrupt:
+        left = vectors.vector_progress().waiting
+        click.echo(
+            f"\nStopped embedding: {left:,} texts still wait. A graphmem server on this memory embeds "
+            "them in the background, or run `graphmem embed`.",
+            err=True,
+        )
+        raise SystemExit(130) from None
+    except GraphmemError as error:
+        raise click.ClickException(f"{error} Search by words works meanwhile.") from error
+    elapsed = max(time.monotonic() - started, 1e-9)
+    click.echo(f"embedded: {done:,} texts in {elapsed:.1f} s ({done / elapsed:,.0f} a second)")
+
+
+@cli.command(name="embed")
+@memory_options
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Drop every stored vector and embed the whole memory again (after a change of model, say).",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help=_PROGRESS_HELP.format(what="memory", size=f"{LARGE_EMBEDDING:,} texts"),
+)
+@click.pass_context
+def embed(
+    ctx: click.Context, rebuild: bool, progress: bool | None, memory_file: str | None, strict: bool | None
+) -> None:
+    """Embed the texts of the memory that have no vector yet, for search by meaning.
+
+    A server does this by itself, in the background; this does it now, with progress, and
+    is the way to (re)build the vectors of a large memory before serving it. Ctrl-C stops
+    it safely: what is done stays done.
+    """
+    settings = _settings(ctx, memory_file, strict, semantic=True)
+    if settings.backend != "sqlite":
+        raise click.ClickException(
+            f"{settings.memory_path} is a JSONL file, which keeps no vectors: search by meaning needs a "
+            ".db memory (graphmem import it into one)."
+        )
+    graph = _open_graph(settings)
+    try:
+        vectors = graph.meaning.vectors
+        assert vectors is not None
+        if rebuild:
+            vectors.drop_vectors()
+        before = vectors.vector_progress()
+        click.echo(f"{before.embedded:,} texts have vectors, {before.waiting:,} wait.")
+        _embed_waiting(graph, progress)
+        after = vectors.vector_progress()
+        click.echo(f"{after.embedded:,} texts have vectors; {after.waiting:,} wait.")
+    finally:
+        graph.store.close()
 
 
 @cli.command(name="export")

@@ -26,8 +26,9 @@ from mcp.server.models import InitializationOptions
 from graphmem._version import __version__
 from graphmem.config import Settings
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.embedding import load_embedder
 from graphmem.server import notices, resource_handlers
-from graphmem.server.embedding_worker import EmbeddingWorker, model_loader
+from graphmem.server.embedding_worker import EmbeddingWorker
 from graphmem.server.instructions import build_instructions
 from graphmem.server.prompt_handlers import PromptHandlers
 from graphmem.server.request_errors import ExplainedErrors
@@ -87,7 +88,8 @@ def build_server(
                 opened,
                 strict=settings.strict,
                 limits=settings.limits,
-                load_embedder=model_loader(settings),
+                # Loaded on first need: a server that starts loads no model before the handshake.
+                load_embedder=load_embedder if settings.semantic else None,
             )
             state = AppState(
                 ToolContext(graph, settings.response_budget, settings.search_budget),

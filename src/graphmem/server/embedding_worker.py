@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 
-from graphmem.config import Settings
 from graphmem.core.errors import InvalidInputError
-from graphmem.domain.meaning import EMBED_BATCH, Meaning, TextEmbedder
+from graphmem.domain.meaning import EMBED_BATCH, Meaning
 from graphmem.storage import Store
 
-__all__ = ["POLL_SECONDS", "START_DELAY_SECONDS", "EmbeddingWorker", "model_loader"]
+__all__ = ["POLL_SECONDS", "START_DELAY_SECONDS", "EmbeddingWorker"]
 
 _log = logging.getLogger("graphmem.embedding")
 
@@ -35,20 +34,6 @@ POLL_SECONDS = 0.25
 
 _BACKOFF_SECONDS = 30.0
 """How long the worker rests after a failure (the memory busy, the disk full) before trying again."""
-
-
-def model_loader(settings: Settings) -> Callable[[], TextEmbedder] | None:
-    """What loads the embedding model on first need, or None when search by meaning is off."""
-    if not settings.semantic:
-        return None
-
-    def load() -> TextEmbedder:
-        # Imported here: numpy and the tokenizer cost a server that never needs them nothing.
-        from graphmem.embedding import load_embedder
-
-        return load_embedder()
-
-    return load
 
 
 class EmbeddingWorker:

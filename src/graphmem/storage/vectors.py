@@ -117,6 +117,10 @@ class VectorStore(Protocol):
         them, they are dropped and every text waits again; True when that happened."""
         ...
 
+    def drop_vectors(self) -> None:
+        """Drop every stored vector; every text waits to be embedded again (a write)."""
+        ...
+
     def nearest_entities(
         self, query: npt.NDArray[np.float32], model: str, limit: int, entity_type: str | None = None
     ) -> list[NearEntity]:

@@ -183,6 +183,11 @@ class _Vectors(_Reads):
             self._conn.execute("INSERT OR REPLACE INTO vector_model (id, fingerprint) VALUES (1, ?)", (fingerprint,))
             if row is None:
                 return False
+            self.drop_vectors()
+        return True
+
+    def drop_vectors(self) -> None:
+        with self.write():  # type: ignore[attr-defined]
             self._conn.execute("DELETE FROM vectors")
             self._conn.execute("DELETE FROM vectors_stale")
             self._conn.execute(f"INSERT INTO vectors_stale (kind, row_id) SELECT {ENTITY_TEXT}, id FROM entities")
@@ -191,7 +196,6 @@ class _Vectors(_Reads):
             )
         if self._bit_index is not None:
             self._bit_index.clear()
-        return True
 
     def nearest_entities(
         self, query: npt.NDArray[np.float32], model: str, limit: int, entity_type: str | None = None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]  # ships no type information
 from tokenizers import Tokenizer
 
 from graphmem.embedding._bert import Bert, Packed
@@ -23,6 +24,12 @@ _BATCH_SENTENCES = 64
 _BATCH_TOKENS = 4096
 # Attention pads each sentence to the longest of its group; groups of 8 sorted sentences pad little.
 _GROUP = 8
+# BLAS runs on one thread inside embed(). Two OpenBLAS threads were slower here, not faster,
+# whenever the other core was busy (as it is in a server): a 6-token query took 8-15 ms instead
+# of 1 ms per product, and a batch with 256-token sentences 25 s instead of 1.5 s, each of
+# attention's small products waiting for a descheduled thread. One thread also leaves the other
+# core to the server's requests while a batch is being embedded.
+_BLAS_THREADS = 1
 
 
 class Embedder:
@@ -50,6 +57,7 @@ class Embedder:
         # tokenizer.json itself pads to 128 and cuts at 128; the model is used at max_seq_length.
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._threads = ThreadpoolController()
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One unit-length float32 row per text, in the order given; shape (len(texts), 384).
@@ -66,7 +74,9 @@ class Embedder:
         order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i]))
         for chunk in _chunks(order, [len(seq) for seq in sequences]):
             batch = Packed.of([sequences[i] for i in chunk], _GROUP)
-            hidden = self._bert.encode(batch)
+            # The limit is OpenBLAS's, process-wide, and restored on leaving.
+            with self._threads.limit(limits=_BLAS_THREADS, user_api="blas"):
+                hidden = self._bert.encode(batch)
             # Mean pooling over each sentence's tokens, then L2 normalisation.
             pooled = np.add.reduceat(hidden, batch.starts, axis=0) / batch.lengths[:, None].astype(np.float32)
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))

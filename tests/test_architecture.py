@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"core"},
     # open_store picks the backend from the settings, the one upward-looking name storage knows.
     "storage": {"core", "config"},
-    # The sentence-embedding model: numpy and a tokenizer, nothing of graphmem's but its errors.
+    # The sentence-embedding model: numpy and tokenizers, no graphmem layer but the shared values.
     "embedding": {"core"},
     "domain": {"core", "storage"},
     "transfer": {"core", "domain", "storage"},
@@ -52,7 +52,7 @@ ALLOWED: dict[str, set[str]] = {
 
 # The protocol and command-line stacks; the layers below the server work without them.
 EDGE_PACKAGES = {"mcp", "mcp_types", "click", "starlette", "uvicorn", "anyio"}
-PROTOCOL_FREE = ("core", "storage", "domain", "transfer", "config")
+PROTOCOL_FREE = ("core", "storage", "domain", "transfer", "config", "embedding")
 
 
 def _imports(path: Path) -> set[str]:

@@ -1,0 +1,105 @@
+"""The loaded sentence-embedding model: texts in, unit-length 384-dimension vectors out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]  # ships no type information
+from tokenizers import Tokenizer
+
+from graphmem.embedding._bert import Bert, Packed
+from graphmem.embedding._folder import MODEL_NAME, TRUSTED_SHA256, ModelFolder, ModelUnavailableError, find_model_folder
+from graphmem.embedding._weights import map_tensors
+
+__all__ = ["Embedder", "open_embedder"]
+
+# Sentences are encoded at most this many at a time and ...
+_BATCH_SENTENCES = 64
+# ... this many tokens at a time, which bounds the working memory (about 40 MB at 4,096 tokens)
+# whatever the caller hands in.
+_BATCH_TOKENS = 4096
+# Attention pads each sentence to the longest of its group; groups of 8 sorted sentences pad little.
+_GROUP = 8
+# BLAS runs on one thread inside embed(). Two OpenBLAS threads were slower here, not faster,
+# whenever the other core was busy (as it is in a server): a 6-token query took 8-15 ms instead
+# of 1 ms per product, and a batch with 256-token sentences 25 s instead of 1.5 s, each of
+# attention's small products waiting for a descheduled thread. One thread also leaves the other
+# core to the server's requests while a batch is being embedded.
+_BLAS_THREADS = 1
+
+
+class Embedder:
+    """all-MiniLM-L6-v2, run in numpy; use one from one thread at a time.
+
+    Attributes:
+        name: the model's name.
+        fingerprint: a short stable id of the weights, to store beside the vectors they made.
+        dimensions: the length of each vector.
+        max_tokens: texts longer than this many tokens are cut, as the reference implementation does.
+    """
+
+    name: str = MODEL_NAME
+    dimensions: int = 384
+
+    def __init__(self, folder: ModelFolder) -> None:
+        config = json.loads(folder.file("config.json").read_text(encoding="utf-8"))
+        sentence_config = json.loads(folder.file("sentence_bert_config.json").read_text(encoding="utf-8"))
+        self.fingerprint = f"{MODEL_NAME}/{TRUSTED_SHA256['model.safetensors'][:8]}"
+        self.max_tokens = int(sentence_config["max_seq_length"])
+        self._bert = Bert(map_tensors(folder.file("model.safetensors")), config)
+        if self._bert.hidden != self.dimensions:
+            raise ModelUnavailableError(f"{folder.path} holds a {self._bert.hidden}-dimension model, not 384")
+        self._tokenizer = Tokenizer.from_file(str(folder.file("tokenizer.json")))
+        # tokenizer.json itself pads to 128 and cuts at 128; the model is used at max_seq_length.
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._threads = ThreadpoolController()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One unit-length float32 row per text, in the order given; shape (len(texts), 384).
+
+        Leading and trailing white space is ignored and an empty text has a vector too, as with
+        sentence-transformers.
+        """
+        # One text at a time: encode_batch would start the tokenizer's thread pool, which then
+        # warns on every later fork of this process; tokenizing is a small part of the cost.
+        sequences = [self._tokenizer.encode(text.strip()).ids for text in texts]
+        vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        # Longest first: the batch with the most padding-free work is done while memory is fresh,
+        # and each attention group holds sentences of about the same length.
+        order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i]))
+        for chunk in _chunks(order, [len(seq) for seq in sequences]):
+            batch = Packed.of([sequences[i] for i in chunk], _GROUP)
+            # The limit is OpenBLAS's, process-wide, and restored on leaving.
+            with self._threads.limit(limits=_BLAS_THREADS, user_api="blas"):
+                hidden = self._bert.encode(batch)
+            # Mean pooling over each sentence's tokens, then L2 normalisation.
+            pooled = np.add.reduceat(hidden, batch.starts, axis=0) / batch.lengths[:, None].astype(np.float32)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))
+            vectors[chunk] = pooled
+        return vectors
+
+
+def _chunks(order: list[int], lengths: list[int]) -> list[list[int]]:
+    """`order` cut into runs of at most _BATCH_SENTENCES sentences and about _BATCH_TOKENS tokens."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    tokens = 0
+    for index in order:
+        if current and (len(current) == _BATCH_SENTENCES or tokens + lengths[index] > _BATCH_TOKENS):
+            chunks.append(current)
+            current, tokens = [], 0
+        current.append(index)
+        tokens += lengths[index]
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def open_embedder(folder: Path | None = None) -> Embedder:
+    """Verify the model folder (`folder`, or the installed package's) and load the model from it."""
+    return Embedder(find_model_folder(folder))

@@ -44,6 +44,10 @@ class Fusion:
 
     semantic_weight: float = 0.6
     baseline_rank: int = 20
+    min_similarity: float = 0.3
+    """The cosine below which an entity's closeness counts nothing: it neither lifts an entity
+    the words found nor brings in one they did not (a question about nothing in the memory
+    finds nothing, rather than whatever happens to be least far)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +70,9 @@ def fuse(lexical: Sequence[SearchHit], semantic: Sequence[NearEntity], fusion: F
         background = semantic[min(fusion.baseline_rank, len(semantic)) - 1].score
         spread = top - background
         for near in semantic:
-            meaning[near.name] = (near.score - background) / spread if spread > 1e-6 else 0.0
+            lift = (near.score - background) / spread if spread > 1e-6 else 0.0
+            if near.score >= fusion.min_similarity and lift > 0:
+                meaning[near.name] = lift
     official = {hit.name for hit in lexical if hit.official}
     order = list(dict.fromkeys([hit.name for hit in lexical] + [near.name for near in semantic]))
     scored = [

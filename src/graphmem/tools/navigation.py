@@ -142,13 +142,18 @@ def graph_stats(ctx: ToolContext, args: _NoArgs) -> ToolOutput:
         counts = ctx.graph.store.counts()
         entity_types = len(ctx.graph.store.entity_type_counts())
         relation_types = len(ctx.graph.store.relation_type_counts())
-    structured = {
+    structured: dict[str, Any] = {
         "entities": counts.entities,
         "relations": counts.relations,
         "totalObservations": counts.observations,
         "entityTypes": entity_types,
         "relationTypes": relation_types,
     }
+    vectors = ctx.graph.meaning.vectors
+    if ctx.graph.meaning.enabled and vectors is not None:
+        # Texts (names with aliases, observations) with a vector, and those still waiting for one.
+        progress = vectors.vector_progress()
+        structured["embedding"] = {"done": progress.embedded, "waiting": progress.waiting}
     return answer(structured, [])
 
 
@@ -282,7 +287,10 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="graph_stats",
         title="Graph Statistics",
-        description="Count entities, relations, observations and types. To judge a memory's size before reading it.",
+        description=(
+            "Count entities, relations, observations and types, and texts embedded or waiting for search by "
+            "meaning. To judge a memory's size before reading it."
+        ),
         input_schema=schemas.arguments({}),
         output_schema=schemas.shape(
             {
@@ -291,7 +299,8 @@ NAVIGATION_TOOLS: tuple[ToolSpec, ...] = (
                 "totalObservations": "integer",
                 "entityTypes": "integer",
                 "relationTypes": "integer",
-            }
+            },
+            {"embedding": "object"},
         ),
         annotations=READ,
         arguments=_NoArgs,

@@ -8,8 +8,8 @@ common with the evidence), `synonym` (the key word is another word for it), `ind
 expected) and `lexical` (shared key words: fusion must not lose these). Distractors share
 words with questions and answer none. `python -m benchmarks.retrieval` prints the figures.
 
-Lexical search alone, measured when the set was written (recall@5): paraphrase 0.13,
-synonym 0.45, indirect 0.62, multi_hop 0.75, lexical 0.99, overall 0.56.
+Recall@5 measured (python -m benchmarks.retrieval): lexical 0.54 overall (paraphrase 0.07,
+synonym 0.45, indirect 0.59, multi_hop 0.77, lexical 0.99); semantic 0.89; hybrid 0.86.
 """
 
 from __future__ import annotations
@@ -84,11 +84,12 @@ def test_lexical_search_alone_misses_most_paraphrases():
     assert _recall_at_5(report, "lexical", "lexical") >= 0.95
 
 
-# Provisional floors, from the issue's figures for all-MiniLM-L6-v2 (it placed 30 of 30
-# no-shared-word questions in its top three) and today's lexical figures above; to be set
-# a little under the measured figures once graphmem.embedding lands.
-HYBRID_RECALL_AT_5 = {"overall": 0.80, "paraphrase": 0.70, "synonym": 0.75, "indirect": 0.60, "lexical": 0.95}
-SEMANTIC_PARAPHRASE_RECALL_AT_5 = 0.70
+# A little under the figures measured with all-MiniLM-L6-v2 (main's fused search_nodes and the
+# fix-embed model, 25 Nov 2026), recall@5: hybrid overall 0.858, paraphrase 0.618, synonym 0.878,
+# indirect 0.941, lexical 0.987; semantic paraphrase 0.824. Hybrid paraphrase below semantic's
+# is the fusion's to improve: raise the floor when it does.
+HYBRID_RECALL_AT_5 = {"overall": 0.83, "paraphrase": 0.58, "synonym": 0.85, "indirect": 0.88, "lexical": 0.95}
+SEMANTIC_PARAPHRASE_RECALL_AT_5 = 0.79
 LEXICAL_MARGIN = 0.03
 """How far hybrid may fall below lexical on the `lexical` questions (one question in 38 is 0.026)."""
 

@@ -1,0 +1,14 @@
+"""Retrieval evaluation for search by meaning (issue 17): recall and MRR of search_nodes per mode.
+
+    python -m benchmarks.retrieval                         # the hand-written meaning set
+    python -m benchmarks.retrieval --set quality           # tests/fixtures/search/quality.json
+    python -m benchmarks.retrieval --set locomo /tmp/locomo10.json --as sessions
+    python -m benchmarks.retrieval --json
+
+Each set is loaded into a fresh SQLite memory in a temporary directory, everything is
+embedded, and every question is asked once per mode (`lexical`, `semantic`, `hybrid`) as
+`search_nodes(question, limit=10, mode=...)`. Modules: `sets` (what is asked and what
+answers it), `evaluate` (loading, embedding, asking, scoring), `locomo` (the public
+long-conversation benchmark, read from a file that is never committed), `__main__` (the
+command and its table).
+"""

@@ -159,8 +159,12 @@ class BitIndex:
     """The sign bits of every stored vector, in memory, for a first pass by Hamming distance.
 
     Vectors only ever get larger ids, so the index catches up by appending what has an id
-    past its last. A vector deleted since stays here until `rebuild` (its exact pass finds
-    it gone and skips it); the store rebuilds when such dead entries grow numerous.
+    past its last. A vector deleted since stays here until `clear` (its exact pass finds
+    it gone and skips it); the store clears it when such dead entries grow numerous.
+
+    The bits are kept word by word (`words[w]` holds word `w` of every vector), so a pass
+    is six XORs and popcounts over contiguous arrays; the nearest are then picked by
+    counting distances (they are small integers) instead of sorting them.
     """
 
     def __init__(self) -> None:
@@ -176,7 +180,7 @@ class BitIndex:
         """Forget every entry (the next catch-up reads them all again)."""
         numpy = self._np
         self.ids: npt.NDArray[np.int64] = numpy.zeros(0, dtype=numpy.int64)
-        self.codes: npt.NDArray[np.uint64] = numpy.zeros((0, 0), dtype=numpy.uint64)
+        self.words: npt.NDArray[np.uint64] = numpy.zeros((0, 0), dtype=numpy.uint64)
         self.last_id = 0
         self.dead = 0
 
@@ -184,21 +188,27 @@ class BitIndex:
         if not ids:
             return
         numpy = self._np
-        new_codes = numpy.frombuffer(b"".join(codes), dtype=numpy.uint64).reshape(len(codes), -1)
+        new_words = numpy.frombuffer(b"".join(codes), dtype=numpy.uint64).reshape(len(codes), -1).T
         new_ids = numpy.asarray(ids, dtype=numpy.int64)
         if len(self.ids):
             self.ids = numpy.concatenate((self.ids, new_ids))
-            self.codes = numpy.concatenate((self.codes, new_codes))
+            self.words = numpy.concatenate((self.words, new_words), axis=1)
         else:
-            self.ids, self.codes = new_ids, new_codes
+            self.ids, self.words = new_ids, numpy.ascontiguousarray(new_words)
         self.last_id = int(new_ids[-1])
 
     def candidates(self, query: npt.NDArray[np.float32], count: int) -> npt.NDArray[np.int64]:
-        """The ids of the `count` vectors whose signs differ least from the query's."""
+        """The ids of at least `count` vectors whose signs differ least from the query's (all, if fewer)."""
         numpy = self._np
         if count >= len(self.ids):
             return self.ids
         code = numpy.frombuffer(numpy.packbits(query > 0).tobytes(), dtype=numpy.uint64)
-        distances = numpy.bitwise_count(self.codes ^ code).sum(axis=1, dtype=numpy.int32)
-        found: npt.NDArray[np.int64] = self.ids[numpy.argpartition(distances, count)[:count]]
+        scratch = numpy.empty(len(self.ids), dtype=numpy.uint64)
+        distances = numpy.zeros(len(self.ids), dtype=numpy.uint16)
+        for word, bits in zip(self.words, code, strict=True):
+            numpy.bitwise_xor(word, bits, out=scratch)
+            distances += numpy.bitwise_count(scratch)
+        # The smallest distance within which `count` vectors lie, and every vector within it.
+        within = int(numpy.searchsorted(numpy.cumsum(numpy.bincount(distances)), count))
+        found: npt.NDArray[np.int64] = self.ids[numpy.flatnonzero(distances <= within)]
         return found

@@ -76,6 +76,20 @@ class _Writes(_Reads):
     def append_observations(self, name: str, contents: Sequence[str]) -> None:
         self._insert_observations([(name, content) for content in contents])
 
+    def append_observations_batch(self, additions: Sequence[tuple[str, Sequence[str]]]) -> None:
+        self._insert_observations([(name, content) for name, contents in additions for content in contents])
+
+    def update_extras(self, entities: Sequence[Entity]) -> None:
+        if not entities:
+            return
+        rows = keys_json((entity.name, _extra_json(entity.extra)) for entity in entities)
+        # One statement for the batch; only extra is set (see update_entity on why).
+        self._conn.execute(
+            f"UPDATE entities SET extra = {key_item(rows, 1)} FROM json_each(?) AS k"
+            f" WHERE entities.name = {key_item(rows, 0)}",
+            (rows,),
+        )
+
     def update_entity(self, name: str, changed: Entity) -> None:
         extra = _extra_json(changed.extra)
         if changed.name == name:

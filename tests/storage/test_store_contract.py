@@ -722,6 +722,55 @@ def test_writes_persist_across_reopening(store: Store, reopen: Callable[[], Stor
     assert _snapshot(reopen()) == expected
 
 
+def _batch(size: int) -> list[Entity]:
+    return [
+        Entity(
+            f"Member {k}",
+            ("person", "project")[k % 2],
+            (f"plays the oboe {k}", f"zorbleflux note {k}"),
+            {"aliases": [f"M{k}"]},
+        )
+        for k in range(size)
+    ]
+
+
+def test_a_batch_of_100_entities_with_observations_and_aliases_lands_whole_and_is_found_by_words_at_once(
+    store: Store, reopen: Callable[[], Store]
+):
+    # Issue 17 item 2: a batch is written a table at a time; every row still gets its
+    # facts in order, its aliases and its place in the word index.
+    _fill(store)
+    batch = _batch(100)
+    with store.write():
+        store.insert_entities(batch)
+        store.insert_relations([Relation(f"Member {k}", f"Member {k + 1}", "next") for k in range(99)])
+    assert _snapshot(reopen())[0][3:] == batch
+    with store.read():
+        assert store.get_entities([entity.name for entity in batch]) == batch
+        assert store.resolve_names(["M0", "M57", "M99"]) == {"M0": "Member 0", "M57": "Member 57", "M99": "Member 99"}
+        assert store.counts() == StoreCounts(entities=103, relations=102, observations=202)
+    assert _names(_search(store, "zorbleflux note 57"))[0] == "Member 57"
+    assert len(_search(store, "zorbleflux", limit=200)) == 100
+    assert _names(_search(store, "oboes", limit=200)) == [entity.name for entity in batch]
+
+
+def test_a_write_that_raises_after_a_batch_keeps_nothing_of_it(store: Store, reopen: Callable[[], Store]):
+    _fill(store)
+    before = _snapshot(store)
+    with pytest.raises(_Abort), store.write():
+        store.insert_entities(_batch(50))
+        store.insert_relations([Relation(f"Member {k}", "Alice", "knows") for k in range(50)])
+        store.append_observations("Alice", ["zorbleflux too"])
+        store.insert_entities(_batch(100)[50:])
+        raise _Abort
+    assert _snapshot(store) == before
+    assert _snapshot(reopen()) == before
+    assert _search(store, "zorbleflux") == []
+    with store.read():
+        assert store.resolve_names(["M1", "M70"]) == {}
+        assert store.counts() == StoreCounts(entities=3, relations=3, observations=2)
+
+
 # -- the domain over each backend ----------------------------------------------------
 
 

@@ -30,11 +30,14 @@ from graphmem.storage.base import Store
 __all__ = [
     "NewObservation",
     "ObservationRecord",
+    "PlannedChange",
     "change_observations",
     "history_of",
     "is_archived",
     "new_records",
+    "plan_observations",
     "records_of",
+    "stored_difference",
     "with_records",
     "without_archived",
 ]
@@ -224,18 +227,32 @@ class ObservationChange:
     removed: int
 
 
-def change_observations(
-    store: Store, name: str, add: Sequence[NewObservation], remove: Sequence[str], now: str, field: str
-) -> ObservationChange:
-    """Add and remove observations of entity `name`, keeping records, history and versions.
+@dataclass(frozen=True, slots=True)
+class PlannedChange:
+    """An entity as a change of its observations leaves it, before anything is written.
 
-    Call it inside a write transaction. A content the entity has already is not added
-    twice; a removed content is deleted (not kept in history); a superseded one is kept.
+    Attributes:
+        entity: the entity afterwards (current facts in order, records and history in extra),
+            or None when the change changes nothing.
+    """
+
+    entity: Entity | None
+    added: tuple[str, ...]
+    removed: int
+
+
+def plan_observations(
+    entity: Entity, add: Sequence[NewObservation], remove: Sequence[str], now: str, field: str
+) -> PlannedChange:
+    """What adding and removing observations does to `entity`, keeping records, history and versions.
+
+    A content the entity has already is not added twice; a removed content is dropped
+    (not kept in history); a superseded one moves to the history.
 
     Raises:
         InvalidInputError: `supersedes` names no current observation of the entity.
     """
-    entity = store.get_entities([name])[0]
+    name = entity.name
     current = records_of(entity)
     history = history_of(entity)
     removing = set(remove)
@@ -274,17 +291,50 @@ def change_observations(
         added.append(item.content)
         (history if is_archived(item.content) else kept).append(record)
     if not added and len(kept) == len(current):
+        return PlannedChange(None, (), 0)
+    changed = with_records(entity, kept, history)
+    return PlannedChange(
+        Entity(name, entity.entity_type, changed.observations, touched(changed.extra, now)), tuple(added), removed
+    )
+
+
+def stored_difference(before: Entity, after: Entity) -> tuple[list[str], list[str]]:
+    """The observation rows to delete and to append (in order) to turn `before` into `after`.
+
+    A planned change keeps the surviving observations in their order and appends new ones,
+    so the rows follow the records: a record of `before` missing from `after` is deleted,
+    a record new in `after` is appended.
+    """
+    old = records_of(before)
+    new = records_of(after)
+    old_ids = {record.id for record in old}
+    new_ids = {record.id for record in new}
+    gone = [record.content for record in old if record.id not in new_ids]
+    appended = [record.content for record in new if record.id not in old_ids]
+    return gone, appended
+
+
+def change_observations(
+    store: Store, name: str, add: Sequence[NewObservation], remove: Sequence[str], now: str, field: str
+) -> ObservationChange:
+    """Add and remove observations of entity `name` (see `plan_observations`) and store the result.
+
+    Call it inside a write transaction.
+
+    Raises:
+        InvalidInputError: `supersedes` names no current observation of the entity.
+    """
+    entity = store.get_entities([name])[0]
+    plan = plan_observations(entity, add, remove, now, field)
+    if plan.entity is None:
         return ObservationChange((), 0)
-    kept_ids = {record.id for record in kept}
-    gone = [record.content for record in current if record.id not in kept_ids]
+    gone, appended = stored_difference(entity, plan.entity)
     if gone:
         store.remove_observations(name, gone)
-    appended = [record.content for record in kept if record in fresh]
     if appended:
         store.append_observations(name, appended)
-    changed = with_records(entity, kept, history)
-    store.update_entity(name, Entity(name, entity.entity_type, changed.observations, touched(changed.extra, now)))
-    return ObservationChange(tuple(added), removed)
+    store.update_entity(name, plan.entity)
+    return ObservationChange(plan.added, plan.removed)
 
 
 def without_archived(entity: Entity) -> Entity:

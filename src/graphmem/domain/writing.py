@@ -25,6 +25,8 @@ from graphmem.domain.observations import (
     NewObservation,
     change_observations,
     new_records,
+    plan_observations,
+    stored_difference,
     with_records,
     without_archived,
 )
@@ -117,15 +119,38 @@ class Writes(Reads):
         with self.store.write():
             # The batch may name one entity twice: later items see what earlier ones added.
             resolved = self.resolve_names(distinct(addition.entity_name for addition in additions))
+            # Every change is planned first on entities read in one go, then written in a
+            # few statements for the whole batch (issue 17, item 2): appending entity by
+            # entity cost a statement, and a full-text index segment, per entity.
+            before: dict[str, Entity] = {}
+            for entity in self.store.get_entities(distinct(resolved.values())):
+                before.setdefault(entity.name, entity)  # a JSONL file may repeat a name: the first counts
+            after = dict(before)
             for index, addition in enumerate(additions):
                 name = resolved.get(addition.entity_name)
                 if name is None:
                     raise EntityNotFoundError(addition.entity_name)
                 corrects = list(addition.supersedes) + [None] * (len(addition.contents) - len(addition.supersedes))
                 new = [NewObservation(content, old) for content, old in zip(addition.contents, corrects, strict=False)]
-                change = change_observations(self.store, name, new, (), now, f"observations[{index}].supersedes")
-                results.append(AddedObservations(name, change.added))
+                plan = plan_observations(after[name], new, (), now, f"observations[{index}].supersedes")
+                if plan.entity is not None:
+                    after[name] = plan.entity
+                results.append(AddedObservations(name, plan.added))
+            self._store_changes(before, after)
         return results
+
+    def _store_changes(self, before: dict[str, Entity], after: dict[str, Entity]) -> None:
+        """Write the entities of `after` that differ from `before`: their rows, then their records."""
+        changed = [name for name, entity in after.items() if entity is not before[name]]
+        appended: list[tuple[str, list[str]]] = []
+        for name in changed:
+            gone, new = stored_difference(before[name], after[name])
+            if gone:
+                self.store.remove_observations(name, gone)
+            if new:
+                appended.append((name, new))
+        self.store.append_observations_batch(appended)
+        self.store.update_extras([after[name] for name in changed])
 
     def delete_entities(self, names: Sequence[str]) -> DeleteOutcome:
         """Delete entities with every relation that touches them; unknown names are ignored."""

@@ -261,6 +261,14 @@ class Store(Protocol):
         """Append observations to an existing entity."""
         ...
 
+    def append_observations_batch(self, additions: Sequence[tuple[str, Sequence[str]]]) -> None:
+        """Append observations to several existing entities at once: each (name, contents) in order."""
+        ...
+
+    def update_extras(self, entities: Sequence[Entity]) -> None:
+        """Give each existing entity of the same name the extra of the one given (name, type and facts unchanged)."""
+        ...
+
     def update_entity(self, name: str, changed: Entity) -> None:
         """Give entity `name` the name, type and extra of `changed`, keeping its place and observations.
 

@@ -34,6 +34,15 @@ class _Writes(_Tables):
         grown = Entity(entity.name, entity.entity_type, entity.observations + tuple(contents), entity.extra)
         self._set_head(position, _HeadRow(grown))
 
+    def append_observations_batch(self, additions: Sequence[tuple[str, Sequence[str]]]) -> None:
+        # In memory until the write commits: one entity at a time costs nothing more here.
+        for name, contents in additions:
+            self.append_observations(name, contents)
+
+    def update_extras(self, entities: Sequence[Entity]) -> None:
+        for entity in entities:
+            self.update_entity(entity.name, entity)
+
     def update_entity(self, name: str, changed: Entity) -> None:
         self._check_writing()
         found = self._first_entity(name)

@@ -20,7 +20,7 @@ Python (`extra`) is rewritten into that code in SQL before it is decoded
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 __all__ = [
     "escape",
@@ -79,11 +79,18 @@ def texts_in(texts: str, parameter: str = "?") -> str:
     return f"SELECT {value} FROM json_each({parameter})"
 
 
-def keys_json(keys: Iterable[tuple[str, ...]]) -> str:
-    """A list of tuples of texts (relation keys) as one JSON parameter; read with `key_item`."""
+def keys_json(keys: Iterable[Sequence[str | None]]) -> str:
+    """A list of tuples of texts (relation keys, rows to insert) as one JSON parameter; read with `key_item`.
+
+    None stays null, which `key_item` reads as NULL.
+    """
     items = [list(key) for key in keys]
-    plain = json.dumps(items)
-    return plain if "\\u000" not in plain else json.dumps([[escape(text) for text in key] for key in items])
+    # ensure_ascii=False: shorter, and a lone surrogate fails when bound, as a text bound
+    # on its own does, instead of reaching SQLite as an escape it would decode to garbage.
+    plain = json.dumps(items, ensure_ascii=False)
+    if "\\u000" not in plain:
+        return plain
+    return json.dumps([[None if text is None else escape(text) for text in key] for key in items], ensure_ascii=False)
 
 
 def key_item(keys: str, index: int, item: str = "k.value") -> str:

@@ -74,12 +74,13 @@ def fuse(lexical: Sequence[SearchHit], semantic: Sequence[NearEntity], fusion: F
             if near.score >= fusion.min_similarity and lift > 0:
                 meaning[near.name] = lift
     official = {hit.name for hit in lexical if hit.official}
-    order = list(dict.fromkeys([hit.name for hit in lexical] + [near.name for near in semantic]))
+    # The word ranking's candidates, then those only meaning found (and found close enough).
+    order = list(
+        dict.fromkeys([hit.name for hit in lexical] + [near.name for near in semantic if near.name in meaning])
+    )
+    weight = fusion.semantic_weight
     scored = [
-        FusedHit(
-            name, name in official, words.get(name, 0.0) + fusion.semantic_weight * max(0.0, meaning.get(name, 0.0))
-        )
-        for name in order
+        FusedHit(name, name in official, words.get(name, 0.0) + weight * meaning.get(name, 0.0)) for name in order
     ]
     position = {name: index for index, name in enumerate(order)}
     scored.sort(key=lambda hit: (not hit.official, -hit.score, position[hit.name]))

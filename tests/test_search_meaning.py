@@ -84,11 +84,10 @@ def test_lexical_search_alone_misses_most_paraphrases():
     assert _recall_at_5(report, "lexical", "lexical") >= 0.95
 
 
-# A little under the figures measured with all-MiniLM-L6-v2 (main's fused search_nodes and the
-# fix-embed model, 25 Nov 2026), recall@5: hybrid overall 0.858, paraphrase 0.618, synonym 0.878,
-# indirect 0.941, lexical 0.987; semantic paraphrase 0.824. Hybrid paraphrase below semantic's
-# is the fusion's to improve: raise the floor when it does.
-HYBRID_RECALL_AT_5 = {"overall": 0.83, "paraphrase": 0.58, "synonym": 0.85, "indirect": 0.88, "lexical": 0.95}
+# A little under the figures measured with all-MiniLM-L6-v2 and the fusion's weights (25 Nov 2026),
+# recall@5: hybrid overall 0.917, paraphrase 0.794, synonym 0.939, indirect 0.941, lexical 0.987;
+# semantic paraphrase 0.824 (hybrid gives up a little there for the lexical and LoCoMo questions).
+HYBRID_RECALL_AT_5 = {"overall": 0.89, "paraphrase": 0.76, "synonym": 0.90, "indirect": 0.88, "lexical": 0.95}
 SEMANTIC_PARAPHRASE_RECALL_AT_5 = 0.79
 LEXICAL_MARGIN = 0.03
 """How far hybrid may fall below lexical on the `lexical` questions (one question in 38 is 0.026)."""

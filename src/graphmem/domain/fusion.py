@@ -19,6 +19,13 @@ Why not reciprocal rank fusion: ranks throw away how far ahead the best word mat
 and measured on the long-conversation benchmark RRF at equal weights scored below BM25
 alone. Scores keep it, and the baseline keeps a question that resembles nothing in the
 memory from promoting whatever happens to be closest.
+
+The weights were chosen on three sets at once (`python -m benchmarks.retrieval`): the
+meaning set (answers in other words), the quality set (agent-written memory, mostly shared
+words) and LoCoMo by sessions (long conversations; every evidence session in the top 5).
+Recall@5 for words alone, meaning alone and fused: 0.54 / 0.89 / 0.92, 1.00 / 0.98 / 1.00,
+0.79 / 0.61 / 0.81. Weights of 0.6 to 1.0 and backgrounds at ranks 20 to 50 all land within
+0.01 on LoCoMo; past 1.5 meaning starts to pull strong word matches down there.
 """
 
 from __future__ import annotations
@@ -42,9 +49,9 @@ CANDIDATES = 100
 class Fusion:
     """The weights of a hybrid ranking (measured: benchmarks/retrieval)."""
 
-    semantic_weight: float = 0.6
-    baseline_rank: int = 20
-    min_similarity: float = 0.3
+    semantic_weight: float = 1.0
+    baseline_rank: int = 30
+    min_similarity: float = 0.25
     """The cosine below which an entity's closeness counts nothing: it neither lifts an entity
     the words found nor brings in one they did not (a question about nothing in the memory
     finds nothing, rather than whatever happens to be least far)."""

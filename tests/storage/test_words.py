@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import random
 import re
@@ -136,3 +137,12 @@ def test_a_document_counts_weighted_hits_per_column():
     # "berlinale" is stemmed to "berlinal", which starts with "berlin".
     assert document.frequency("berlin", True, WEIGHTS) == 2 * 10 + 8 + 2 * 1
     assert document.frequency("paris", True, WEIGHTS) == 0
+
+
+def test_the_stem_of_a_word_starts_with_the_words_first_character():
+    # The SQLite store scores rows stemming only the words that start as a term does.
+    letters = "aeiouyslbdgtxz"
+    words = ["".join(chars) for size in (1, 2, 3, 4, 5) for chars in itertools.product(letters, repeat=size)]
+    words += ["ays", "aed", "yyeds", "ies", "ationalization", "éed", "øys"]
+
+    assert [word for word in words if stem(word)[:1] != word[:1]] == []

@@ -31,7 +31,7 @@ import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from graphmem.storage.words import RANKED_AT_MOST, Term, WordDocument, idf, score, score_bound, stem
+from graphmem.storage.words import RANKED_AT_MOST, Term, idf, score, score_bound, stem, tokenize
 
 __all__ = ["MIN_MATCHES", "TermCounts", "best_matches", "count_term", "fts_phrase", "index_size", "newest_matches"]
 
@@ -144,6 +144,19 @@ def count_term(conn: sqlite3.Connection, term: Term, at_most: int) -> int:
     return int(found)
 
 
+# Porter's rules only replace or cut a word's ending, never all of it ("aed" is "a"), and
+# turn a "y" into "i" only after a vowel: the stem of a word starts with its first
+# character. (Not with its first two: "ays" is "ai".)
+_STEM_KEEPS = 1
+
+
+def _starts(stems: Sequence[str]) -> frozenset[str] | None:
+    """The `_STEM_KEEPS`-character starts of the words that may stem to a term; None if any word may."""
+    if any(len(word) < _STEM_KEEPS for word in stems):
+        return None  # an empty stem: any word may match
+    return frozenset(word[:_STEM_KEEPS] for word in stems)
+
+
 @dataclass(frozen=True, slots=True)
 class _Scoring:
     """What scoring a word-index row in Python needs: the terms, their stems and IDFs, the
@@ -154,24 +167,38 @@ class _Scoring:
     weights: Sequence[float]
     idfs: list[float]
     average: float
+    starts: frozenset[str] | None
+    """The first `_STEM_KEEPS` characters of the words that may stem to a term (None: any word may)."""
 
     @classmethod
     def of(
         cls, terms: Sequence[Term], counts: Sequence[int], rows: int, words: int, weights: Sequence[float]
     ) -> _Scoring:
         idfs = [idf(count, rows) for count in counts]
-        return cls(terms, [stem(term.word) for term in terms], weights, idfs, words / rows)
+        stems = [stem(term.word) for term in terms]
+        return cls(terms, stems, weights, idfs, words / rows, _starts(stems))
 
     def row(self, name: str, aliases: str, entity_type: str, observations: str) -> float:
         """A row's score, the floats of FTS5's bm25() for it."""
-        # The columns hold aliases and observations one a line, and a line break
-        # separates words as the end of a text does.
-        document = WordDocument(name, (aliases,), entity_type, (observations,))
-        frequencies = [
-            document.frequency(word, term.prefix, self.weights)
-            for word, term in zip(self.stems, self.terms, strict=True)
-        ]
-        return score(frequencies, self.idfs, document.length, self.average)
+        # WordDocument's frequencies, column by column in the same order (so the same
+        # float sums), stemming only the words that may stem to a term: the stem of a
+        # word keeps its first character (`_STEM_KEEPS`), so a word starting otherwise
+        # than every term cannot match one. Stemming every word of a row was
+        # most of the time of scoring it. The columns hold aliases and observations one
+        # a line, and a line break separates words as the end of a text does.
+        frequencies = [0.0] * len(self.stems)
+        length = 0
+        for text, weight in zip((name, aliases, entity_type, observations), self.weights, strict=True):
+            words = tokenize(text)
+            length += len(words)
+            starts = self.starts
+            stems = [stem(word) for word in words if starts is None or word[:_STEM_KEEPS] in starts]
+            for index, (word, term) in enumerate(zip(self.stems, self.terms, strict=True)):
+                if term.prefix:
+                    frequencies[index] += weight * sum(1 for token in stems if token.startswith(word))
+                else:
+                    frequencies[index] += weight * stems.count(word)
+        return score(frequencies, self.idfs, length, self.average)
 
 
 def best_matches(

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property, partial
 from typing import Any
 
 from graphmem.storage.base import (
@@ -14,11 +15,8 @@ from graphmem.storage.base import (
 from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.sqlite.ranking import term_query
 from graphmem.storage.sqlite.reads import _Reads
-from graphmem.storage.sqlite.text import (
-    escaped_json,
-    exact,
-    trigram_query,
-)
+from graphmem.storage.sqlite.text import escaped_json, exact
+from graphmem.storage.sqlite.trigrams import TrigramSamples, narrow_query
 from graphmem.storage.words import (
     RANKED_AT_MOST,
     SearchHit,
@@ -108,18 +106,21 @@ class _OfficialQuery:
     """It looks in names and types (else in observations)."""
 
 
-def _official_queries(search: WordSearch, selective: Callable[[Term], bool]) -> list[_OfficialQuery]:
+def _official_queries(
+    search: WordSearch, selective: Callable[[Term], bool], narrow: Callable[[str, str], str]
+) -> list[_OfficialQuery]:
     """Queries for the ids of the entities containing a needle (the official match).
 
     `selective(word)` says whether the word index's entities for a word are few enough to
-    check each one. The observation queries give an entity once per matching row (see
-    `SQLiteStore._walk_official`).
+    check each one; `narrow(table, needle)` is the trigram index query for the rows of
+    `table` that may contain the needle. The observation queries give an entity once per
+    matching row (see `SQLiteStore._walk_official`).
     """
     of_type = " AND e.entity_type = :type" if search.entity_type is not None else ""
     join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
     queries: list[_OfficialQuery] = []
     for needle in dict.fromkeys(search.needles):
-        params = {"needle": needle, "phrase": trigram_query(needle), "type": search.entity_type}
+        params: dict[str, Any] = {"needle": needle, "type": search.entity_type}
         if not needle:
             # Every text contains the empty string.
             queries.append(_OfficialQuery("SELECT e.id FROM entities AS e WHERE 1" + of_type, params, "e.id", True))
@@ -127,19 +128,23 @@ def _official_queries(search: WordSearch, selective: Callable[[Term], bool]) -> 
         word = _word_inside(needle)
         if word is not None and not selective(word):
             word = None  # a word in many entities ("0" in every tag): the trigrams narrow better
-        if len(needle) >= _TRIGRAM:
+        if len(needle) >= _TRIGRAM and word is None:
             # The trigram index narrows the rows; instr() keeps the answer exact.
-            entities = "entity_text JOIN entities AS e ON e.id = entity_text.rowid WHERE entity_text MATCH :phrase AND"
+            params["name_phrase"] = narrow("entity_text", needle)
+            params["phrase"] = narrow("observation_text", needle)
+            entities = (
+                "entity_text JOIN entities AS e ON e.id = entity_text.rowid WHERE entity_text MATCH :name_phrase AND"
+            )
             entities_newest = "entity_text.rowid"
             observations = (
                 "observation_text JOIN observations AS o ON o.id = observation_text.rowid"
                 f"{join_entity} WHERE observation_text MATCH :phrase AND"
             )
             observations_newest = "observation_text.rowid"
-        else:
+        elif word is None:
             entities, entities_newest = "entities AS e WHERE", "e.id"
             observations, observations_newest = f"observations AS o{join_entity} WHERE", "o.id"
-        if word is not None:
+        else:
             # Fewer candidates still: the entities whose names, types or observations hold
             # that word. Common trigrams ("-1" in every tag, "ent" in every "entity-N" name)
             # make the trigram index walk long lists.
@@ -182,23 +187,27 @@ def _newest_first(queries: list[_OfficialQuery]) -> list[_OfficialQuery]:
 class _Search(_Reads):
     """The searches of `SQLiteStore`."""
 
+    @cached_property
+    def _trigram_samples(self) -> TrigramSamples:
+        """Samples of the trigram-indexed texts, which choose what the trigram index reads."""
+        return TrigramSamples()
+
     def find_text(self, needle: str) -> dict[str, FieldHits]:
         if len(needle) >= _TRIGRAM:
-            phrase = trigram_query(needle)
-            # The FTS match narrows the rows through the index; instr() keeps the answer
-            # exact whatever the tokenizer does with the phrase.
+            # The FTS match narrows the rows through the index (by the needle's rarest
+            # trigrams); instr() keeps the answer exact whatever the tokenizer does.
             entity_rows = self._conn.execute(
                 "SELECT e.name, instr(e.name_lc, ?1) > 0, instr(e.type_lc, ?1) > 0, e.id"
                 " FROM entity_text JOIN entities AS e ON e.id = entity_text.rowid"
                 " WHERE entity_text MATCH ?2",
-                (needle, phrase),
+                (needle, narrow_query(self._conn, self._trigram_samples, "entity_text", needle)),
             ).fetchall()
             observation_rows = self._conn.execute(
                 "SELECT e.name, count(*), e.id FROM observation_text"
                 " JOIN observations AS o ON o.id = observation_text.rowid"
                 " JOIN entities AS e ON e.id = o.entity_id"
                 " WHERE observation_text MATCH ?2 AND instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
-                (needle, phrase),
+                (needle, narrow_query(self._conn, self._trigram_samples, "observation_text", needle)),
             ).fetchall()
         else:
             entity_rows = self._conn.execute(
@@ -376,7 +385,10 @@ class _Search(_Reads):
         third of what a DISTINCT does in SQLite (a temporary b-tree of every id).
         """
         found = dict.fromkeys(start)
-        for official in _newest_first(_official_queries(search, self._selective_word)):
+        queries = _official_queries(
+            search, self._selective_word, partial(narrow_query, self._conn, self._trigram_samples)
+        )
+        for official in _newest_first(queries):
             if reach is not None and len(found) >= reach:
                 break
             cursor = self._conn.execute(f"{official.sql} ORDER BY {official.newest_first} DESC", official.params)

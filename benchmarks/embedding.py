@@ -2,6 +2,7 @@
 
     python -m benchmarks.embedding                   # all figures
     python -m benchmarks.embedding --threads 2       # OpenBLAS threads inside embed() (default: graphmem's 1)
+    python -m benchmarks.embedding --workers 2       # two threads share each batch
     python -m benchmarks.embedding --batches 20
 
 It prints, for graphmem.embedding: the import time of the package (fresh process), the load
@@ -117,6 +118,7 @@ def _installed_size(name: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=None, help="OpenBLAS threads inside embed()")
+    parser.add_argument("--workers", type=int, default=1, help="threads sharing each batch (load_embedder)")
     parser.add_argument("--batches", type=int, default=10, help="64-sentence batches to time")
     args = parser.parse_args()
 
@@ -131,7 +133,7 @@ def main() -> None:
 
     base = _memory()
     started = time.perf_counter()
-    embedder = graphmem.embedding.load_embedder()
+    embedder = graphmem.embedding.load_embedder(workers=args.workers)
     print(f"load_embedder (sha256 of 4 files, map the weights) {time.perf_counter() - started:.2f} s")
     if args.threads is not None:
         from graphmem.embedding import embedder as embedder_module

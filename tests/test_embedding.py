@@ -51,6 +51,12 @@ def test_a_batch_of_mixed_lengths_gives_the_same_vectors_as_one_text_at_a_time(e
         np.testing.assert_allclose(vector, embedder.embed([text])[0], atol=1e-5, err_msg=text)
 
 
+def test_two_workers_sharing_a_batch_give_the_same_vectors_as_one(embedder):
+    texts = [*REFERENCE["sentences"][:30], "Bob relocated to Germany last spring", "Who moved abroad?"]
+    shared = load_embedder(workers=2)
+    np.testing.assert_allclose(shared.embed(texts), embedder.embed(texts), atol=1e-6)
+
+
 def test_vectors_are_unit_length_float32_rows_in_the_order_of_the_texts(embedder):
     vectors = embedder.embed(["The invoice is due on Friday", "a", "Bob relocated to Germany last spring"])
     assert vectors.shape == (3, embedder.dimensions) == (3, 384)

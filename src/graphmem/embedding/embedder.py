@@ -13,7 +13,7 @@ from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]  
 from tokenizers import Tokenizer
 
 from graphmem.embedding._bert import Bert, Packed
-from graphmem.embedding._folder import MODEL_NAME, TRUSTED_SHA256, ModelFolder, ModelUnavailableError, find_model_folder
+from graphmem.embedding._folder import MODEL_NAME, TRUSTED_SHA256, ModelFolder, find_model_folder
 from graphmem.embedding._weights import map_tensors
 
 __all__ = ["Embedder", "open_embedder"]
@@ -49,7 +49,7 @@ class Embedder:
     """
 
     name: str = MODEL_NAME
-    dimensions: int = 384
+    dimensions: int
 
     def __init__(self, folder: ModelFolder, workers: int = 1) -> None:
         config = json.loads(folder.file("config.json").read_text(encoding="utf-8"))
@@ -57,8 +57,7 @@ class Embedder:
         self.fingerprint = f"{MODEL_NAME}/{TRUSTED_SHA256['model.safetensors'][:8]}"
         self.max_tokens = int(sentence_config["max_seq_length"])
         self._bert = Bert(map_tensors(folder.file("model.safetensors")), config)
-        if self._bert.hidden != self.dimensions:
-            raise ModelUnavailableError(f"{folder.path} holds a {self._bert.hidden}-dimension model, not 384")
+        self.dimensions = self._bert.hidden
         self._tokenizer = Tokenizer.from_file(str(folder.file("tokenizer.json")))
         # tokenizer.json itself pads to 128 and cuts at 128; the model is used at max_seq_length.
         self._tokenizer.no_padding()

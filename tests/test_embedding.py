@@ -74,6 +74,14 @@ def test_a_paraphrase_is_closer_than_an_unrelated_sentence(embedder):
     assert _cosine(question, fact) > _cosine(question, unrelated) + 0.2
 
 
+def test_a_text_with_a_lone_surrogate_is_embedded_as_if_it_held_a_replacement_character(embedder):
+    # Such a text can reach storage by paths other than stdio; it must not fail every batch it is in.
+    vectors = embedder.embed(["Bob moved \ud800 to Berlin", "smile \ud83d\ude00", "Carol"])
+    np.testing.assert_allclose(vectors[0], embedder.embed(["Bob moved \ufffd to Berlin"])[0], atol=1e-6)
+    np.testing.assert_allclose(vectors[1], embedder.embed(["smile \U0001f600"])[0], atol=1e-6)
+    np.testing.assert_allclose(vectors[2], embedder.embed(["Carol"])[0], atol=1e-6)
+
+
 def test_the_fingerprint_names_the_model_and_its_weights(embedder):
     assert embedder.name == "all-MiniLM-L6-v2"
     assert embedder.fingerprint == "all-MiniLM-L6-v2/53aa5117"

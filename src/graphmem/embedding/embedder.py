@@ -74,7 +74,7 @@ class Embedder:
         """
         # One text at a time: encode_batch would start the tokenizer's thread pool, which then
         # warns on every later fork of this process; tokenizing is a small part of the cost.
-        sequences = [self._tokenizer.encode(text.strip()).ids for text in texts]
+        sequences = [self._token_ids(text) for text in texts]
         vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
         # Longest first: the batch with the most padding-free work is done while memory is fresh,
         # and each attention group holds sentences of about the same length.
@@ -91,6 +91,16 @@ class Embedder:
                 for share, pooled in zip(shares, results, strict=True):
                     vectors[share] = pooled
         return vectors
+
+    def _token_ids(self, text: str) -> list[int]:
+        """The word-piece ids of `text`, stripped, cut at max_tokens, with [CLS] and [SEP]."""
+        try:
+            return list(self._tokenizer.encode(text.strip()).ids)
+        except TypeError:
+            # The tokenizer takes only valid Unicode. A lone surrogate becomes U+FFFD, and a pair
+            # left as two code points becomes the one character it encodes.
+            repaired = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            return list(self._tokenizer.encode(repaired.strip()).ids)
 
     def _pooled(self, sequences: list[list[int]]) -> npt.NDArray[np.float32]:
         """The sentence vectors of `sequences`: mean of each one's token vectors, then L2-normalised."""

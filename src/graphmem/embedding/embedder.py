@@ -76,8 +76,8 @@ class Embedder:
         # warns on every later fork of this process; tokenizing is a small part of the cost.
         sequences = [self._token_ids(text) for text in texts]
         vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
-        # Longest first: the batch with the most padding-free work is done while memory is fresh,
-        # and each attention group holds sentences of about the same length.
+        # Sorted by length, so that each attention group (and each worker's share) holds sentences
+        # of about the same length and pads little.
         order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i]))
         # The limit is OpenBLAS's, process-wide, and restored on leaving.
         with self._threads.limit(limits=_BLAS_THREADS, user_api="blas"):

@@ -51,6 +51,12 @@ def test_a_batch_of_mixed_lengths_gives_the_same_vectors_as_one_text_at_a_time(e
         np.testing.assert_allclose(vector, embedder.embed([text])[0], atol=1e-5, err_msg=text)
 
 
+def test_two_workers_sharing_a_batch_give_the_same_vectors_as_one(embedder):
+    texts = [*REFERENCE["sentences"][:30], "Bob relocated to Germany last spring", "Who moved abroad?"]
+    shared = load_embedder(workers=2)
+    np.testing.assert_allclose(shared.embed(texts), embedder.embed(texts), atol=1e-6)
+
+
 def test_vectors_are_unit_length_float32_rows_in_the_order_of_the_texts(embedder):
     vectors = embedder.embed(["The invoice is due on Friday", "a", "Bob relocated to Germany last spring"])
     assert vectors.shape == (3, embedder.dimensions) == (3, 384)
@@ -66,6 +72,14 @@ def test_a_paraphrase_is_closer_than_an_unrelated_sentence(embedder):
     )
     assert _cosine(fact, question) > _cosine(fact, unrelated) + 0.2
     assert _cosine(question, fact) > _cosine(question, unrelated) + 0.2
+
+
+def test_a_text_with_a_lone_surrogate_is_embedded_as_if_it_held_a_replacement_character(embedder):
+    # Such a text can reach storage by paths other than stdio; it must not fail every batch it is in.
+    vectors = embedder.embed(["Bob moved \ud800 to Berlin", "smile \ud83d\ude00", "Carol"])
+    np.testing.assert_allclose(vectors[0], embedder.embed(["Bob moved \ufffd to Berlin"])[0], atol=1e-6)
+    np.testing.assert_allclose(vectors[1], embedder.embed(["smile \U0001f600"])[0], atol=1e-6)
+    np.testing.assert_allclose(vectors[2], embedder.embed(["Carol"])[0], atol=1e-6)
 
 
 def test_the_fingerprint_names_the_model_and_its_weights(embedder):

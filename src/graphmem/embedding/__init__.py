@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 __all__ = ["MODEL_NAME", "Embedder", "ModelUnavailableError", "load_embedder"]
 
 
-def load_embedder(folder: Path | None = None) -> Embedder:
+def load_embedder(folder: Path | None = None, *, workers: int = 1) -> Embedder:
     """Load the model after checking every file it reads against its pinned sha256.
 
     Args:
         folder: a model folder to use instead of the installed package's (tests, air-gapped copies).
+        workers: threads that share each batch of 8 texts or more (2 on a 2-core machine uses both
+            cores for bulk embedding); a single query always runs on the calling thread.
 
     Raises:
         ModelUnavailableError: the model package is not installed, a file is missing, or a file is
@@ -38,7 +40,7 @@ def load_embedder(folder: Path | None = None) -> Embedder:
     # The one deferred import of the package, so that importing it costs no numpy (see above).
     from graphmem.embedding.embedder import open_embedder
 
-    return open_embedder(folder)
+    return open_embedder(folder, workers)
 
 
 def __getattr__(name: str) -> Any:

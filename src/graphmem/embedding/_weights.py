@@ -20,20 +20,14 @@ __all__ = ["map_tensors"]
 
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32}
 
-# A header is a few kilobytes; anything far larger means the file is not a safetensors file.
-_MAX_HEADER = 100 * 1024 * 1024
-
 
 def map_tensors(path: Path) -> dict[str, npt.NDArray[Any]]:
     """Every tensor of the file at `path`, as read-only arrays backed by one shared mapping.
 
-    Raises:
-        ValueError: the file is not a well-formed safetensors file.
+    The file is trusted: graphmem checks its sha256 before mapping it, so its layout is known.
     """
     with path.open("rb") as stream:
         (header_length,) = struct.unpack("<Q", stream.read(8))
-        if header_length > _MAX_HEADER:
-            raise ValueError(f"{path} has a {header_length}-byte header; it is not a safetensors file")
         header: dict[str, Any] = json.loads(stream.read(header_length))
     data_start = 8 + header_length
     mapped = np.memmap(path, dtype=np.uint8, mode="r")
@@ -44,8 +38,6 @@ def map_tensors(path: Path) -> dict[str, npt.NDArray[Any]]:
         begin, end = entry["data_offsets"]
         dtype = np.dtype(_DTYPES[entry["dtype"]])
         shape = tuple(entry["shape"])
-        if end - begin != dtype.itemsize * int(np.prod(shape)):
-            raise ValueError(f"{path}: tensor {name} has {end - begin} bytes for shape {shape}")
         # A view into the one mapping: no copy, no read until a page is touched.
         tensors[name] = np.asarray(mapped[data_start + begin : data_start + end]).view(dtype).reshape(shape)
     return tensors

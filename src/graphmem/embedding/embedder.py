@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]  
 from tokenizers import Tokenizer
 
 from graphmem.embedding._bert import Bert, Packed
-from graphmem.embedding._folder import MODEL_NAME, TRUSTED_SHA256, ModelFolder, ModelUnavailableError, find_model_folder
+from graphmem.embedding._folder import MODEL_NAME, TRUSTED_SHA256, ModelFolder, find_model_folder
 from graphmem.embedding._weights import map_tensors
 
 __all__ = ["Embedder", "open_embedder"]
@@ -30,6 +31,11 @@ _GROUP = 8
 # attention's small products waiting for a descheduled thread. One thread also leaves the other
 # core to the server's requests while a batch is being embedded.
 _BLAS_THREADS = 1
+# With workers > 1, a batch is shared between that many threads, each running its own sentences
+# through the whole model (numpy releases the GIL in its products): they meet once per batch,
+# not once per product as BLAS threads do, so a busy core delays a batch, never stalls it.
+# A batch smaller than this is not worth a thread hop.
+_SHARED_FROM = 8
 
 
 class Embedder:
@@ -43,21 +49,22 @@ class Embedder:
     """
 
     name: str = MODEL_NAME
-    dimensions: int = 384
+    dimensions: int
 
-    def __init__(self, folder: ModelFolder) -> None:
+    def __init__(self, folder: ModelFolder, workers: int = 1) -> None:
         config = json.loads(folder.file("config.json").read_text(encoding="utf-8"))
         sentence_config = json.loads(folder.file("sentence_bert_config.json").read_text(encoding="utf-8"))
         self.fingerprint = f"{MODEL_NAME}/{TRUSTED_SHA256['model.safetensors'][:8]}"
         self.max_tokens = int(sentence_config["max_seq_length"])
         self._bert = Bert(map_tensors(folder.file("model.safetensors")), config)
-        if self._bert.hidden != self.dimensions:
-            raise ModelUnavailableError(f"{folder.path} holds a {self._bert.hidden}-dimension model, not 384")
+        self.dimensions = self._bert.hidden
         self._tokenizer = Tokenizer.from_file(str(folder.file("tokenizer.json")))
         # tokenizer.json itself pads to 128 and cuts at 128; the model is used at max_seq_length.
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.max_tokens)
         self._threads = ThreadpoolController()
+        self._workers = max(1, workers)
+        self._pool = ThreadPoolExecutor(self._workers, "graphmem-embed") if self._workers > 1 else None
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One unit-length float32 row per text, in the order given; shape (len(texts), 384).
@@ -67,21 +74,41 @@ class Embedder:
         """
         # One text at a time: encode_batch would start the tokenizer's thread pool, which then
         # warns on every later fork of this process; tokenizing is a small part of the cost.
-        sequences = [self._tokenizer.encode(text.strip()).ids for text in texts]
+        sequences = [self._token_ids(text) for text in texts]
         vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
-        # Longest first: the batch with the most padding-free work is done while memory is fresh,
-        # and each attention group holds sentences of about the same length.
+        # Sorted by length, so that each attention group (and each worker's share) holds sentences
+        # of about the same length and pads little.
         order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i]))
-        for chunk in _chunks(order, [len(seq) for seq in sequences]):
-            batch = Packed.of([sequences[i] for i in chunk], _GROUP)
-            # The limit is OpenBLAS's, process-wide, and restored on leaving.
-            with self._threads.limit(limits=_BLAS_THREADS, user_api="blas"):
-                hidden = self._bert.encode(batch)
-            # Mean pooling over each sentence's tokens, then L2 normalisation.
-            pooled = np.add.reduceat(hidden, batch.starts, axis=0) / batch.lengths[:, None].astype(np.float32)
-            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))
-            vectors[chunk] = pooled
+        # The limit is OpenBLAS's, process-wide, and restored on leaving.
+        with self._threads.limit(limits=_BLAS_THREADS, user_api="blas"):
+            for chunk in _chunks(order, [len(seq) for seq in sequences]):
+                if self._pool is None or len(chunk) < _SHARED_FROM:
+                    vectors[chunk] = self._pooled([sequences[i] for i in chunk])
+                    continue
+                # Every n-th of the sorted sentences: each share holds as many tokens as the others.
+                shares = [chunk[k :: self._workers] for k in range(self._workers)]
+                results = self._pool.map(self._pooled, [[sequences[i] for i in share] for share in shares])
+                for share, pooled in zip(shares, results, strict=True):
+                    vectors[share] = pooled
         return vectors
+
+    def _token_ids(self, text: str) -> list[int]:
+        """The word-piece ids of `text`, stripped, cut at max_tokens, with [CLS] and [SEP]."""
+        try:
+            return list(self._tokenizer.encode(text.strip()).ids)
+        except TypeError:
+            # The tokenizer takes only valid Unicode. A lone surrogate becomes U+FFFD, and a pair
+            # left as two code points becomes the one character it encodes.
+            repaired = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            return list(self._tokenizer.encode(repaired.strip()).ids)
+
+    def _pooled(self, sequences: list[list[int]]) -> npt.NDArray[np.float32]:
+        """The sentence vectors of `sequences`: mean of each one's token vectors, then L2-normalised."""
+        batch = Packed.of(sequences, _GROUP)
+        hidden = self._bert.encode(batch)
+        pooled = np.add.reduceat(hidden, batch.starts, axis=0) / batch.lengths[:, None].astype(np.float32)
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))
+        return pooled.astype(np.float32, copy=False)
 
 
 def _chunks(order: list[int], lengths: list[int]) -> list[list[int]]:
@@ -100,6 +127,6 @@ def _chunks(order: list[int], lengths: list[int]) -> list[list[int]]:
     return chunks
 
 
-def open_embedder(folder: Path | None = None) -> Embedder:
+def open_embedder(folder: Path | None = None, workers: int = 1) -> Embedder:
     """Verify the model folder (`folder`, or the installed package's) and load the model from it."""
-    return Embedder(find_model_folder(folder))
+    return Embedder(find_model_folder(folder), workers)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -100,7 +101,8 @@ def build_server(
             # connection of its own.
             worker = None
             if graph.meaning.enabled:
-                worker = EmbeddingWorker(graph.meaning, await anyio.to_thread.run_sync(open_store, settings))
+                worker_store = await anyio.to_thread.run_sync(partial(open_store, settings, background=True))
+                worker = EmbeddingWorker(graph.meaning, worker_store)
                 worker.start()
             state.relay.attach()
             try:

@@ -13,11 +13,16 @@ __all__ = ["Store", "open_checked_store", "open_store"]
 _CHOOSE_ANOTHER = "or choose another memory file with --memory-file or MEMORY_FILE_PATH"
 
 
-def open_store(settings: Settings, *, read_only: bool = False) -> Store:
+_BACKGROUND_CACHE_KIB = 1024
+
+
+def open_store(settings: Settings, *, read_only: bool = False, background: bool = False) -> Store:
     """Open the memory the settings name: JSONL for `.jsonl`/`.json` files, SQLite otherwise.
 
     `read_only` opens an existing memory without writing anything, not even a lock file or
     SQLite's -shm file, so that one in a folder this user cannot write can be read.
+    `background` opens a second connection for background work (the embedding worker):
+    it keeps a small page cache, since it answers no reads that a cache would speed up.
     """
     if settings.backend == "jsonl":
         from graphmem.storage.jsonl import JsonlStore
@@ -25,7 +30,9 @@ def open_store(settings: Settings, *, read_only: bool = False) -> Store:
         return JsonlStore(settings.memory_path, read_only=read_only)
     from graphmem.storage.sqlite import SQLiteStore
 
-    return SQLiteStore(settings.memory_path, read_only=read_only)
+    return SQLiteStore(
+        settings.memory_path, read_only=read_only, cache_kib=_BACKGROUND_CACHE_KIB if background else None
+    )
 
 
 def open_checked_store(settings: Settings, *, read_only: bool = False) -> Store:

@@ -138,9 +138,10 @@ _BULK_CATCH_UP = {
 class SQLiteStore(_Writes, _Search, _Vectors):
     """A `Store` over one SQLite database file (or `:memory:`)."""
 
-    def __init__(self, path: Path | str, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path | str, *, read_only: bool = False, cache_kib: int | None = None) -> None:
         """Open (or create) the database; `read_only` opens an existing one without writing anything,
-        so that a memory in a folder this user cannot write can still be read and exported."""
+        so that a memory in a folder this user cannot write can still be read and exported;
+        `cache_kib` sizes the connection's page cache (by default, what serving reads needs)."""
         self.location = str(path)
         with map_backend_errors():
             if read_only:
@@ -155,7 +156,7 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
+            self._conn.execute(f"PRAGMA cache_size=-{cache_kib or _CACHE_KIB}")
             if read_only:
                 self._check_schema_is_current()
             else:

@@ -75,9 +75,18 @@ class _Vectors(_Reads):
             if not self._conn.execute("SELECT 1 FROM vectors_stale WHERE claimed_until < ? LIMIT 1", (now,)).fetchone():
                 return []
         with self.write():  # type: ignore[attr-defined]
-            keys = self._conn.execute(
-                "SELECT kind, row_id FROM vectors_stale WHERE claimed_until < ? LIMIT ?", (now, limit)
-            ).fetchall()
+            # Newest first, of each kind (half the batch each, the rest to whichever has more):
+            # a fact just written is found by meaning soon, even while a large import waits.
+            newest = [
+                self._conn.execute(
+                    "SELECT kind, row_id FROM vectors_stale WHERE kind = ? AND claimed_until < ?"
+                    " ORDER BY row_id DESC LIMIT ?",
+                    (kind, now, limit),
+                ).fetchall()
+                for kind in (OBSERVATION_TEXT, ENTITY_TEXT)
+            ]
+            half = max(limit // 2, limit - len(newest[1]))
+            keys = newest[0][:half] + newest[1][: limit - min(half, len(newest[0]))]
             if not keys:
                 return []
             self._conn.executemany(

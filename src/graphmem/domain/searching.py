@@ -149,20 +149,21 @@ class Searches(Reads):
             raise InvalidInputError("offset", f"is {offset}; give a number from 0 to {self.limits.max_offset}.")
         if mode not in SEARCH_MODES:
             raise InvalidInputError("mode", f"is {mode!r}; give one of {', '.join(map(repr, SEARCH_MODES))}.")
-        # The query is embedded before the snapshot opens: the model's time holds no lock.
         # A query without a word ("?", "\\") means nothing to the model either: hybrid leaves it to the words.
         wordless = not any(search.query_terms(text) for text in queries)
-        if mode == "lexical" or (mode == "hybrid" and wordless):
-            query_vectors = None
-        else:
-            query_vectors = self.meaning.query_vectors(queries, required=mode == "semantic")
-        if query_vectors is not None:
+        if mode == "semantic":
+            query_vectors = self.meaning.query_vectors(queries, required=True)
+            assert query_vectors is not None
             with self.store.read():
                 near = self._nearest(query_vectors, entity_type, (offset + limit) if limit else None)
-                if mode == "semantic":
-                    return _page([FusedHit(hit.name, False, hit.score) for hit in near], limit, offset, named_at_most)
-                if near:
-                    return self._hybrid(queries, near, entity_type, limit, offset, named_at_most)
+            return _page([FusedHit(hit.name, False, hit.score) for hit in near], limit, offset, named_at_most)
+        if mode == "hybrid" and not wordless and self.meaning.enabled:
+            return self._hybrid(queries, entity_type, limit, offset, named_at_most)
+        return self._lexical(queries, entity_type, limit, offset, named_at_most)
+
+    def _lexical(
+        self, queries: Sequence[str], entity_type: str | None, limit: int | None, offset: int, named_at_most: int | None
+    ) -> RankedNames:
         plan = search.word_search(queries, entity_type=entity_type, limit=limit, offset=offset)
         with self.store.read():
             # The store ranks and cuts, so only the entities answered are named.
@@ -182,7 +183,6 @@ class Searches(Reads):
     def _hybrid(
         self,
         queries: Sequence[str],
-        near: Sequence[NearEntity],
         entity_type: str | None,
         limit: int | None,
         offset: int,
@@ -193,7 +193,21 @@ class Searches(Reads):
         # a lexical search answers, so no official match is ever left out.
         window = None if limit is None else max(CANDIDATES, offset + limit)
         plan = search.word_search(queries, entity_type=entity_type, limit=window, offset=0)
-        words = self.store.search_entities(plan)
+        with self.store.read():
+            words = self.store.search_entities(plan)
+        if limit is not None and sum(hit.official for hit in words.hits) >= offset + limit:
+            # Whole-query matches fill the page (a name, a common word): meaning could only
+            # reorder them among themselves, not worth embedding the query for.
+            page = _page([FusedHit(hit.name, True, hit.score) for hit in words.hits], limit, offset, named_at_most)
+            return replace(page, more=words.more)
+        # The query is embedded outside any snapshot: the model's time holds no lock.
+        query_vectors = self.meaning.query_vectors(queries, required=False)
+        if query_vectors is None:
+            return self._lexical(queries, entity_type, limit, offset, named_at_most)
+        with self.store.read():
+            near = self._nearest(query_vectors, entity_type, window)
+        if not near:
+            return self._lexical(queries, entity_type, limit, offset, named_at_most)
         fused = fuse(words.hits, near, self.fusion)
         if limit is None:
             official = [hit for hit in fused if hit.official]

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -156,12 +157,12 @@ def _settings(
 
 
 def _open_graph(settings: Settings) -> KnowledgeGraph:
+    # Embedding in the foreground (after an import, `graphmem embed`) may use every core;
+    # a server's background worker keeps to one, leaving the others to its clients.
+    loader = partial(load_embedder, workers=os.cpu_count() or 1) if settings.semantic else None
     try:
         return KnowledgeGraph(
-            open_store(settings),
-            strict=settings.strict,
-            limits=settings.limits,
-            load_embedder=load_embedder if settings.semantic else None,
+            open_store(settings), strict=settings.strict, limits=settings.limits, load_embedder=loader
         )
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error

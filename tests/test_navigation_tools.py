@@ -82,6 +82,9 @@ async def test_type_listings_and_stats_count_what_is_in_memory(client):
     relation_types = await _call(client, "list_relation_types", {})
     assert relation_types["types"] == [{"type": "knows", "count": 2}, {"type": "works_at", "count": 2}]
     stats = await _call(client, "graph_stats", {})
+    # Search by meaning is on: four names and two observations, embedded or still waiting.
+    embedding = stats.pop("embedding")
+    assert embedding["done"] + embedding["waiting"] == 4 + 2
     assert stats == {"entities": 4, "relations": 4, "totalObservations": 2, "entityTypes": 2, "relationTypes": 2}
 
 

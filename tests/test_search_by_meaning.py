@@ -220,3 +220,17 @@ def test_the_model_is_loaded_on_first_need_and_only_once():
     meaning.model()
     meaning.model()
     assert loads == [1]
+
+
+def test_a_second_connection_finds_by_meaning_what_the_first_embedded(tmp_path: Path, model: Embedder):
+    # A server and its embedding worker: two connections of one process, one index between them.
+    serving = SQLiteStore(tmp_path / "memory.db")
+    worker = SQLiteStore(tmp_path / "memory.db")
+    KnowledgeGraph(serving).create_entities(PEOPLE)
+    assert worker.warm_vectors() == 0
+    assert _embed_all(KnowledgeGraph(worker, embedder=model)) == 12
+    assert worker.warm_vectors() == 12
+    graph = KnowledgeGraph(serving, embedder=model)
+    assert _names(graph, "Who moved abroad?", mode="semantic", limit=1) == ["Bob"]
+    for store in (serving, worker):
+        store.close()

@@ -83,6 +83,11 @@ class EmbeddingWorker:
     def _run(self) -> None:
         if self._stopping.wait(self._start_delay):
             return
+        try:
+            # The index of the vectors already stored is read here, not on the first search.
+            self._vectors.warm_vectors()
+        except Exception:  # a search reads it then
+            _log.warning("could not read the vector index ahead of the first search", exc_info=True)
         idle_at: Hashable | None = None
         while not self._stopping.is_set() and self._meaning.enabled:
             try:

@@ -16,9 +16,11 @@ few milliseconds.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -121,6 +123,11 @@ class VectorStore(Protocol):
         """Drop every stored vector; every text waits to be embedded again (a write)."""
         ...
 
+    def warm_vectors(self) -> int:
+        """Read the stored vectors' first-pass index into memory now (it is otherwise read on the
+        first search by meaning); how many entries it holds."""
+        ...
+
     def nearest_entities(
         self, query: npt.NDArray[np.float32], model: str, limit: int, entity_type: str | None = None
     ) -> list[NearEntity]:
@@ -171,7 +178,23 @@ class BitIndex:
         import numpy as np
 
         self._np = np
+        self.lock = threading.Lock()
+        """Held while the index is read or extended: connections on two threads share it."""
         self.clear()
+
+    _shared: ClassVar[weakref.WeakValueDictionary[str, BitIndex]] = weakref.WeakValueDictionary()
+    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def of_file(cls, path: str) -> BitIndex:
+        """The index of one memory file, shared by every connection of this process to it (a
+        server's and its embedding worker's: the worker reads it in while the server serves).
+        It lives as long as a connection holds it."""
+        with cls._shared_lock:
+            index = cls._shared.get(path)
+            if index is None:
+                index = cls._shared[path] = cls()
+            return index
 
     def __len__(self) -> int:
         return len(self.ids)

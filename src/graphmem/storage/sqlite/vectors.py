@@ -9,6 +9,7 @@ file share the work and a claim whose process died is taken up again. The in-mem
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,9 @@ _CANDIDATES_PER_RESULT = 20
 _FEWEST_CANDIDATES = 400
 # With a type filter most candidates may be of other types: look at more.
 _CANDIDATES_OF_A_TYPE = 4000
+
+# Vectors read into the in-memory index at a time.
+_CATCH_UP_CHUNK = 50_000
 
 # SQLite 3.40 takes 32,766 parameters in a statement; chunks of this many stay well below.
 _CHUNK = 900
@@ -67,6 +71,7 @@ class _Vectors(_Reads):
 
     supports_vectors = True
     _bit_index: BitIndex | None = None
+    """The first-pass index, shared with this process's other connections to the file."""
 
     def claim_texts(self, limit: int, lease_seconds: float) -> list[PendingText]:
         now = time.time()
@@ -203,8 +208,9 @@ class _Vectors(_Reads):
             self._conn.execute(
                 f"INSERT INTO vectors_stale (kind, row_id) SELECT {OBSERVATION_TEXT}, id FROM observations"
             )
-        if self._bit_index is not None:
-            self._bit_index.clear()
+        index = self._shared_index()
+        with index.lock:
+            index.clear()
 
     def nearest_entities(
         self, query: npt.NDArray[np.float32], model: str, limit: int, entity_type: str | None = None
@@ -216,7 +222,8 @@ class _Vectors(_Reads):
                 return []
             index = self._caught_up_index()
             wanted = _CANDIDATES_OF_A_TYPE if entity_type is not None else _CANDIDATES_PER_RESULT * limit
-            candidates = index.candidates(query, max(wanted, _FEWEST_CANDIDATES)).tolist()
+            with index.lock:
+                candidates = index.candidates(query, max(wanted, _FEWEST_CANDIDATES)).tolist()
             rows: list[tuple[int, int, bytes]] = []
             for chunk in _chunks(candidates):
                 rows.extend(
@@ -227,9 +234,10 @@ class _Vectors(_Reads):
                 )
             # Vectors deleted since they were read into the index (their texts were deleted or
             # changed) are not found; once they are a quarter of it, it is read anew.
-            index.dead += len(candidates) - len(rows)
-            if index.dead * 4 > len(index):
-                index.clear()
+            with index.lock:
+                index.dead += len(candidates) - len(rows)
+                if index.dead * 4 > len(index):
+                    index.clear()
             if not rows:
                 return []
             scores = dequantize([row[2] for row in rows], len(query)) @ query.astype(np.float32)
@@ -258,11 +266,25 @@ class _Vectors(_Reads):
                         return found
         return found
 
+    def warm_vectors(self) -> int:
+        with self.read():  # type: ignore[attr-defined]
+            return len(self._caught_up_index())
+
+    def _shared_index(self) -> BitIndex:
+        return BitIndex.of_file(
+            os.path.realpath(self.location) if self.location != ":memory:" else f":memory:{id(self)}"
+        )
+
     def _caught_up_index(self) -> BitIndex:
-        if self._bit_index is None:
-            self._bit_index = BitIndex()
-        index = self._bit_index
-        rows = self._conn.execute("SELECT id, code FROM vectors WHERE id > ? ORDER BY id", (index.last_id,)).fetchall()
-        if rows:
-            index.append([row[0] for row in rows], [row[1] for row in rows])
-        return index
+        """The first-pass index with every vector committed so far (read in chunks, so a
+        connection that searches meanwhile waits for one chunk at most)."""
+        index = self._shared_index()
+        while True:
+            with index.lock:
+                rows = self._conn.execute(
+                    "SELECT id, code FROM vectors WHERE id > ? ORDER BY id LIMIT ?", (index.last_id, _CATCH_UP_CHUNK)
+                ).fetchall()
+                if rows:
+                    index.append([row[0] for row in rows], [row[1] for row in rows])
+            if len(rows) < _CATCH_UP_CHUNK:
+                return index

@@ -102,7 +102,7 @@ def build_server(
             worker = None
             if graph.meaning.enabled:
                 worker_store = await anyio.to_thread.run_sync(partial(open_store, settings, background=True))
-                worker = EmbeddingWorker(graph.meaning, worker_store)
+                worker = EmbeddingWorker(graph.meaning, worker_store, last_call=lambda: state.access.last_call)
                 worker.start()
             state.relay.attach()
             try:

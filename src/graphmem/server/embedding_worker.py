@@ -6,7 +6,9 @@ embed them, store the vectors. The queue lives in the store, so a crash loses no
 (the claim expires and the texts are taken up again, here or by another process on the
 same memory), and a write never waits for the model. When nothing waits, the worker
 looks again each `POLL_SECONDS`, but only if the memory changed (a cheap version check):
-a fact written now is found by meaning about `POLL_SECONDS` plus one batch later.
+a fact written now is found by meaning about `POLL_SECONDS` plus one batch later. Before each
+batch it lets a burst of the clients' calls pass (up to a second), so that on a machine of
+two cores a client's call does not share its core with the model.
 
 The worker has a connection of its own to the memory: its short transactions (claim,
 save) are another writer's, as a second process's would be, so the clients' calls never
@@ -18,14 +20,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Hashable
+import time
+from collections.abc import Callable, Hashable
 
 from graphmem.core.errors import InvalidInputError, StorageBusyError
 from graphmem.domain.meaning import CLAIM_SECONDS, EMBED_BATCH, Meaning
 from graphmem.storage import Store
 from graphmem.storage.vectors import VectorStore
 
-__all__ = ["POLL_SECONDS", "START_DELAY_SECONDS", "EmbeddingWorker"]
+__all__ = ["LONGEST_YIELD_SECONDS", "POLL_SECONDS", "QUIET_SECONDS", "START_DELAY_SECONDS", "EmbeddingWorker"]
 
 _log = logging.getLogger("graphmem.embedding")
 
@@ -34,6 +37,12 @@ START_DELAY_SECONDS = 1.0
 
 POLL_SECONDS = 0.25
 """How often an idle worker checks whether the memory changed."""
+
+QUIET_SECONDS = 0.05
+"""How long without a client's call counts as a quiet moment for a batch."""
+
+LONGEST_YIELD_SECONDS = 1.0
+"""How long a batch waits at most for a quiet moment: a busy server still embeds."""
 
 _LOCK_WAIT_SECONDS = 2.0
 """How long one of the worker's transactions waits for another writer before it tries later."""
@@ -50,15 +59,26 @@ class EmbeddingWorker:
         store: the worker's own connection to the memory (it keeps vectors); the worker
             closes it when it stops.
         start_delay: seconds to wait before the first batch (and the model's loading).
+        last_call: when the clients' last call started or ended (`time.monotonic()`): the
+            worker lets a burst of calls pass before each batch, so that it takes no
+            processor from them, but waits at most `LONGEST_YIELD_SECONDS` a batch.
     """
 
-    def __init__(self, meaning: Meaning, store: Store, *, start_delay: float = START_DELAY_SECONDS) -> None:
+    def __init__(
+        self,
+        meaning: Meaning,
+        store: Store,
+        *,
+        start_delay: float = START_DELAY_SECONDS,
+        last_call: Callable[[], float] | None = None,
+    ) -> None:
         if not isinstance(store, VectorStore):
             raise TypeError(f"{store.location} keeps no vectors")
         self._meaning = meaning
         self._store = store
         self._vectors: VectorStore = store
         self._model_recorded = False
+        self._last_call = last_call
         # Waiting for another writer's lock costs the worker nothing but time; a short wait
         # still lets it stop promptly.
         store.wait_for_locks(_LOCK_WAIT_SECONDS)
@@ -105,8 +125,17 @@ class EmbeddingWorker:
                 _log.warning("embedding paused for %.0f s after an error", _BACKOFF_SECONDS, exc_info=True)
                 self._stopping.wait(_BACKOFF_SECONDS)
 
+    def _yield_to_clients(self) -> None:
+        if self._last_call is None:
+            return
+        deadline = time.monotonic() + LONGEST_YIELD_SECONDS
+        while (now := time.monotonic()) < deadline and now - self._last_call() < QUIET_SECONDS:
+            if self._stopping.wait(QUIET_SECONDS):
+                return
+
     def _one_batch(self) -> bool:
         """Embed one batch; False when nothing was waiting."""
+        self._yield_to_clients()
         if not self._model_recorded:
             # Vectors another model made are dropped (and their texts queued) before the first claim.
             self._vectors.use_model(self._meaning.model().fingerprint)

@@ -122,6 +122,8 @@ class StoreAccess:
         self.lock_wait = lock_wait
         self._worker = _StoreThread()
         self._writes_in_order = anyio.Lock()
+        self.last_call = time.monotonic()
+        """When the last call started or ended: background work waits for a quiet moment."""
         store.wait_for_locks(ATTEMPT_WAIT_SECONDS)
 
     async def run(self, fn: Callable[..., T], *args: Any, writes: bool = True) -> T:
@@ -134,10 +136,14 @@ class StoreAccess:
         Raises:
             StorageBusyError: the memory stayed locked for `lock_wait` seconds.
         """
-        if not writes:
-            return await self._attempts(fn, args)
-        async with self._writes_in_order:
-            return await self._attempts(fn, args)
+        self.last_call = time.monotonic()
+        try:
+            if not writes:
+                return await self._attempts(fn, args)
+            async with self._writes_in_order:
+                return await self._attempts(fn, args)
+        finally:
+            self.last_call = time.monotonic()
 
     def stop(self) -> None:
         """End the store's thread after the calls already queued."""

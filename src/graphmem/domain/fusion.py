@@ -36,13 +36,17 @@ from dataclasses import dataclass
 from graphmem.storage.vectors import NearEntity
 from graphmem.storage.words import SearchHit
 
-__all__ = ["CANDIDATES", "SEARCH_MODES", "Fusion", "FusedHit", "fuse"]
+__all__ = ["CANDIDATES", "NEAR_CANDIDATES", "SEARCH_MODES", "Fusion", "FusedHit", "fuse"]
 
 SEARCH_MODES = ("hybrid", "lexical", "semantic")
 """`search_nodes`' `mode`: both rankings fused (the default), words only, meaning only."""
 
-CANDIDATES = 100
-"""How many entities each ranking proposes to a fused answer (more when a page asks for more)."""
+CANDIDATES = 30
+"""How many entities the word ranking proposes to a fused answer (more when a page asks for more)."""
+
+NEAR_CANDIDATES = 50
+"""How many entities the meaning ranking proposes (more when a page asks for more): enough to
+see the query's background (`Fusion.baseline_rank`) and the entities above it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from graphmem.core.models import (
     Relation,
 )
 from graphmem.domain import search
-from graphmem.domain.fusion import CANDIDATES, SEARCH_MODES, FusedHit, Fusion, fuse
+from graphmem.domain.fusion import CANDIDATES, NEAR_CANDIDATES, SEARCH_MODES, FusedHit, Fusion, fuse
 from graphmem.domain.meaning import Meaning
 from graphmem.domain.reading import Reads
 from graphmem.storage.vectors import NearEntity
@@ -173,7 +173,7 @@ class Searches(Reads):
     def _nearest(self, query_vectors: Sequence[Any], entity_type: str | None, wanted: int | None) -> list[NearEntity]:
         """The entities closest in meaning to any of the queries, best first."""
         assert self.meaning.vectors is not None
-        count = max(CANDIDATES, wanted or 0)
+        count = max(NEAR_CANDIDATES, wanted or 0)
         best: dict[str, float] = {}
         for vector in query_vectors:
             for near in self.meaning.vectors.nearest_entities(vector, self.meaning.fingerprint, count, entity_type):
@@ -205,7 +205,7 @@ class Searches(Reads):
         if query_vectors is None:
             return self._lexical(queries, entity_type, limit, offset, named_at_most)
         with self.store.read():
-            near = self._nearest(query_vectors, entity_type, window)
+            near = self._nearest(query_vectors, entity_type, None if limit is None else offset + limit)
         if not near:
             return self._lexical(queries, entity_type, limit, offset, named_at_most)
         fused = fuse(words.hits, near, self.fusion)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # How many vectors the exact pass scores for each entity asked for, and at least. The
 # first pass (sign bits) keeps the true best ten of a few hundred thousand among its best
 # 400 for nearly every query on the evaluation sets; scoring them costs about a millisecond.
-_CANDIDATES_PER_RESULT = 20
+_CANDIDATES_PER_RESULT = 8
 _FEWEST_CANDIDATES = 400
 # With a type filter most candidates may be of other types: look at more.
 _CANDIDATES_OF_A_TYPE = 4000
@@ -271,9 +271,12 @@ class _Vectors(_Reads):
             return len(self._caught_up_index())
 
     def _shared_index(self) -> BitIndex:
-        return BitIndex.of_file(
-            os.path.realpath(self.location) if self.location != ":memory:" else f":memory:{id(self)}"
-        )
+        # Held here: the process-wide registry keeps an index only while a connection holds it.
+        held = self._bit_index
+        if held is None:
+            key = f":memory:{id(self)}" if self.location == ":memory:" else os.path.realpath(self.location)
+            held = self._bit_index = BitIndex.of_file(key)
+        return held
 
     def _caught_up_index(self) -> BitIndex:
         """The first-pass index with every vector committed so far (read in chunks, so a

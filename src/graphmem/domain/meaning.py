@@ -13,7 +13,6 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 from graphmem.core.errors import GraphmemError, InvalidInputError
@@ -77,7 +76,6 @@ class Meaning:
         self._lock = threading.Lock()
         self._model_recorded = False
         self._query_cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
-        self._ahead: ThreadPoolExecutor | None = None
         self.vectors: VectorStore | None = store if isinstance(store, VectorStore) else None
         self.why_off = why_off
         if load is not None and self.vectors is None:
@@ -144,16 +142,6 @@ class Meaning:
         while len(self._query_cache) > QUERIES_KEPT:
             self._query_cache.popitem(last=False)
         return found
-
-    def query_vectors_ahead(self, queries: Sequence[str]) -> Future[list[npt.NDArray[np.float32]] | None] | None:
-        """`query_vectors` started on a thread of its own, while the caller searches by words (the
-        model and SQLite both let go of the interpreter, so on two cores the two overlap); None
-        when the model is not loaded yet or the queries' vectors are kept already."""
-        if self._model is None or all(text in self._query_cache for text in queries):
-            return None
-        if self._ahead is None:
-            self._ahead = ThreadPoolExecutor(1, "graphmem-query")
-        return self._ahead.submit(self.query_vectors, list(queries), required=False)
 
     @property
     def fingerprint(self) -> str:

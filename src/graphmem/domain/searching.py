@@ -21,9 +21,6 @@ from graphmem.storage.vectors import NearEntity
 
 __all__ = ["RankedNames", "Searches"]
 
-_QUESTION_TERMS = 3
-"""Meaningful words from which a query is taken for a question, embedded while words are searched."""
-
 
 @dataclass(frozen=True, slots=True)
 class RankedNames:
@@ -196,10 +193,6 @@ class Searches(Reads):
         # a lexical search answers, so no official match is ever left out.
         window = None if limit is None else max(CANDIDATES, offset + limit)
         plan = search.word_search(queries, entity_type=entity_type, limit=window, offset=0)
-        # A question (several words) is embedded while the words are searched; a name or a
-        # word alone usually fills the page with whole-query matches, and is embedded only if not.
-        question = sum(len(search.query_terms(text)) for text in queries) >= _QUESTION_TERMS
-        ahead = self.meaning.query_vectors_ahead(queries) if question else None
         with self.store.read():
             words = self.store.search_entities(plan)
         if limit is not None and sum(hit.official for hit in words.hits) >= offset + limit:
@@ -208,7 +201,7 @@ class Searches(Reads):
             page = _page([FusedHit(hit.name, True, hit.score) for hit in words.hits], limit, offset, named_at_most)
             return replace(page, more=words.more)
         # The query is embedded outside any snapshot: the model's time holds no lock.
-        query_vectors = ahead.result() if ahead is not None else self.meaning.query_vectors(queries, required=False)
+        query_vectors = self.meaning.query_vectors(queries, required=False)
         if query_vectors is None:
             return self._lexical(queries, entity_type, limit, offset, named_at_most)
         with self.store.read():

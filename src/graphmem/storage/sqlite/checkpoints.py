@@ -1,10 +1,15 @@
-"""Checkpoints of a SQLite write-ahead log, run on a thread of their own instead of in a commit.
+"""Checkpoints of a SQLite write-ahead log, and merges of the full-text indexes, run on a thread
+of their own instead of in a commit.
 
 By default SQLite copies the log into the database file inside the commit that takes it
 past 1,000 pages: that tool call pays 4 to 50 ms (the copy and an fsync of the database
 file) on top of its own write, once every few dozen writes. A commit is durable once the
 log is synced, so the copy can wait: this thread does it just after the writes, on a
 connection of its own, while the next calls run.
+
+The same goes for merging the full-text indexes' segments (migration 0015): each write adds
+one small segment per index and leaves the merging to this thread, which does it in short
+transactions of its own once the writes have settled, before the checkpoint.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import sqlite3
 import threading
 from contextlib import suppress
 
-__all__ = ["FALLBACK_PAGES", "Checkpointer"]
+__all__ = ["FALLBACK_PAGES", "TEXT_INDEXES", "Checkpointer", "merge_text_indexes"]
 
 # The writer's own automatic checkpoint stays on at this many pages (16 MB). Under a
 # flood of writes the log cannot start over while this thread copies it (a write always
@@ -24,6 +29,35 @@ FALLBACK_PAGES = 4_000
 # A checkpoint waits this long after the write that asked for it, so a burst of writes
 # shares one checkpoint (and its fsync) instead of racing it for the disk call by call.
 _SETTLE_SECONDS = 0.2
+
+# The FTS5 tables whose segments merge_text_indexes merges.
+TEXT_INDEXES = ("entity_text", "observation_text", "entity_words")
+
+# Pages of merge work per index in one transaction: a write that arrives meanwhile waits
+# for at most one such step (a few milliseconds), not for a whole level's merge.
+_MERGE_PAGES = 128
+
+
+def merge_text_indexes(conn: sqlite3.Connection) -> bool:
+    """Merge one step of each full-text index's segments (levels of 8 or more), in one write
+    transaction of `conn`; True while there was merging to do.
+
+    FTS5 counts the rows a 'merge' command wrote in `total_changes`: fewer than two means
+    it found nothing to merge.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        worked = False
+        for table in TEXT_INDEXES:
+            before = conn.total_changes
+            conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (_MERGE_PAGES,))
+            worked = worked or conn.total_changes - before >= 2
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return worked
 
 
 class Checkpointer:
@@ -74,8 +108,20 @@ class Checkpointer:
                         # close() may have set "due" just before the clear above erased it:
                         # it sets "stopping" first, so this sees it, and no wait is left to hang.
                         return
+                    self._merge(conn)
                     # PASSIVE never waits for, nor blocks, a reader or the writer: what it
                     # cannot copy now, the next request copies.
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             finally:
                 conn.close()
+
+    def _merge(self, conn: sqlite3.Connection) -> None:
+        """Merge the text indexes step by step until they are merged or a write asks for the thread."""
+        while not self._due.is_set() and not self._stopping.is_set():
+            try:
+                if not merge_text_indexes(conn):
+                    return
+            except sqlite3.OperationalError:
+                # Busy past the timeout, or a memory from before migration 0015 opened by
+                # another graphmem: the merging waits for the next settled write.
+                return

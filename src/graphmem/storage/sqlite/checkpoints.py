@@ -34,8 +34,9 @@ _SETTLE_SECONDS = 0.2
 TEXT_INDEXES = ("entity_text", "observation_text", "entity_words")
 
 # Pages of merge work per index in one transaction: a write that arrives meanwhile waits
-# for at most one such step (a few milliseconds), not for a whole level's merge.
-_MERGE_PAGES = 128
+# for one such step, not for a whole level's merge. At 40,000 entities, merging what 15
+# batch writes left took steps of 9 ms (38 at most) at 32 pages, 36 ms (212) at 128.
+_MERGE_PAGES = 32
 
 
 def merge_text_indexes(conn: sqlite3.Connection) -> bool:

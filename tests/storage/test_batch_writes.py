@@ -101,3 +101,19 @@ async def test_a_store_merges_its_text_indexes_once_the_writes_settle(tmp_path: 
         while max(_segments(path).values()) >= 8:
             await anyio.sleep(0.05)
     store.close()
+
+
+def test_an_import_leaves_the_text_indexes_merged(tmp_path: Path):
+    # An imported memory may be served with no write to start the background merging.
+    # (graphmem import writes through the store's bulk insert, as here.)
+    path = tmp_path / "memory.db"
+    store = SQLiteStore(path)
+    store._checkpointer = None
+    graph = KnowledgeGraph(store)
+    for call in range(10):
+        graph.create_entities(_batch(call)[:10])
+    assert all(count >= 10 for count in _segments(path).values())
+    with store.write(), store.bulk_insert():
+        store.insert_entities(_batch(99))
+    store.close()
+    assert all(count < 8 for count in _segments(path).values()), _segments(path)

@@ -18,7 +18,7 @@ import sqlite3
 import threading
 from contextlib import suppress
 
-__all__ = ["FALLBACK_PAGES", "TEXT_INDEXES", "Checkpointer", "merge_text_indexes"]
+__all__ = ["FALLBACK_PAGES", "TEXT_INDEXES", "Checkpointer", "merge_step", "merge_text_indexes"]
 
 # The writer's own automatic checkpoint stays on at this many pages (16 MB). Under a
 # flood of writes the log cannot start over while this thread copies it (a write always
@@ -39,20 +39,26 @@ TEXT_INDEXES = ("entity_text", "observation_text", "entity_words")
 _MERGE_PAGES = 32
 
 
-def merge_text_indexes(conn: sqlite3.Connection) -> bool:
-    """Merge one step of each full-text index's segments (levels of 8 or more), in one write
-    transaction of `conn`; True while there was merging to do.
+def merge_step(conn: sqlite3.Connection, pages: int = _MERGE_PAGES) -> bool:
+    """Merge up to `pages` pages of each full-text index's segments (levels of 8 or more),
+    inside the caller's transaction; True while there was merging to do.
 
     FTS5 counts the rows a 'merge' command wrote in `total_changes`: fewer than two means
     it found nothing to merge.
     """
+    worked = False
+    for table in TEXT_INDEXES:
+        before = conn.total_changes
+        conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (pages,))
+        worked = worked or conn.total_changes - before >= 2
+    return worked
+
+
+def merge_text_indexes(conn: sqlite3.Connection) -> bool:
+    """One `merge_step` in a write transaction of its own; True while there was merging to do."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        worked = False
-        for table in TEXT_INDEXES:
-            before = conn.total_changes
-            conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)", (_MERGE_PAGES,))
-            worked = worked or conn.total_changes - before >= 2
+        worked = merge_step(conn)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

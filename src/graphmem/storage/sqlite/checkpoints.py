@@ -38,6 +38,9 @@ TEXT_INDEXES = ("entity_text", "observation_text", "entity_words")
 # batch writes left took steps of 9 ms (38 at most) at 32 pages, 36 ms (212) at 128.
 _MERGE_PAGES = 32
 
+# A merge step starts only after this long without a commit from anyone.
+_MERGE_PAUSE_SECONDS = 0.05
+
 
 def merge_step(conn: sqlite3.Connection, pages: int = _MERGE_PAGES) -> bool:
     """Merge up to `pages` pages of each full-text index's segments (levels of 8 or more),
@@ -123,8 +126,17 @@ class Checkpointer:
                 conn.close()
 
     def _merge(self, conn: sqlite3.Connection) -> None:
-        """Merge the text indexes step by step until they are merged or a write asks for the thread."""
-        while not self._due.is_set() and not self._stopping.is_set():
+        """Merge the text indexes a step at a time while nobody writes: a step holds the write
+        lock, and a call that finds it taken waits or, in a second transaction, fails."""
+        (seen,) = conn.execute("PRAGMA data_version").fetchone()
+        while True:
+            if self._stopping.wait(_MERGE_PAUSE_SECONDS) or self._due.is_set():
+                return
+            (version,) = conn.execute("PRAGMA data_version").fetchone()
+            if version != seen:
+                # Another connection (a call of this process, another process) committed
+                # during the pause: the merging waits for the next settled write.
+                return
             try:
                 if not merge_text_indexes(conn):
                     return
@@ -132,3 +144,4 @@ class Checkpointer:
                 # Busy past the timeout, or a memory from before migration 0015 opened by
                 # another graphmem: the merging waits for the next settled write.
                 return
+            (seen,) = conn.execute("PRAGMA data_version").fetchone()

@@ -392,7 +392,9 @@ def test_every_text_index_merges_its_segments_eight_to_a_level_new_or_migrated(t
         SQLiteStore(path).close()
         with sqlite3.connect(path) as conn:
             for table in ("entity_text", "observation_text", "entity_words"):
-                assert conn.execute(f"SELECT v FROM {table}_config WHERE k = 'automerge'").fetchone() == (8,)
+                assert conn.execute(f"SELECT v FROM {table}_config WHERE k = 'usermerge'").fetchone() == (8,)
+                # Merged off the request path (migration 0014).
+                assert conn.execute(f"SELECT v FROM {table}_config WHERE k = 'automerge'").fetchone() == (0,)
             # The search still finds what was there before.
             if path == old:
                 assert conn.execute("SELECT rowid FROM entity_words WHERE entity_words MATCH 'tea'").fetchall() == [

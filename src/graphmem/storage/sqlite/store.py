@@ -26,7 +26,7 @@ from graphmem.storage.base import (
     map_driver_errors,
 )
 from graphmem.storage.sqlite import ranking as sqlite_ranking
-from graphmem.storage.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer
+from graphmem.storage.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer, merge_step
 from graphmem.storage.sqlite.schema import (
     SCHEMA_VERSION,
     _connect_read_only,
@@ -133,6 +133,11 @@ _BULK_CATCH_UP = {
         " ON CONFLICT (relation_type) DO UPDATE SET count = count + excluded.count"
     ),
 }
+
+
+# Pages of merge work per index per step at the end of a bulk insert: the import holds the
+# write lock anyway, so large steps.
+_BULK_MERGE_PAGES = 2_000
 
 
 class SQLiteStore(_Writes, _Search, _Vectors):
@@ -300,6 +305,11 @@ class SQLiteStore(_Writes, _Search, _Vectors):
             for name, sql in definitions:
                 self._conn.execute(_BULK_CATCH_UP[name], marks)
                 self._conn.execute(sql)
+            # The text indexes' segments are merged before the import commits, as FTS5's
+            # automerge did before migration 0014: an imported memory may be served for a
+            # long time without the write that would start the background merging.
+            while merge_step(self._conn, _BULK_MERGE_PAGES):
+                pass
 
     def close(self) -> None:
         with self._lock:

@@ -90,8 +90,9 @@ class _Vectors(_Reads):
                 ).fetchall()
                 for kind in (OBSERVATION_TEXT, ENTITY_TEXT)
             ]
-            half = max(limit // 2, limit - len(newest[1]))
-            keys = newest[0][:half] + newest[1][: limit - min(half, len(newest[0]))]
+            observations, entities = newest
+            taken_entities = min(len(entities), max(limit // 2, limit - len(observations)))
+            keys = observations[: limit - taken_entities] + entities[:taken_entities]
             if not keys:
                 return []
             self._conn.executemany(

@@ -91,7 +91,7 @@ class EmbeddingWorker:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         """Stop after the batch in hand (its vectors are stored, or its claim given back), and
         close the worker's connection."""
         self._stopping.set()

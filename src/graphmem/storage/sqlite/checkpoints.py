@@ -41,6 +41,9 @@ _MERGE_PAGES = 32
 # A merge step starts only after this long without a commit from anyone.
 _MERGE_PAUSE_SECONDS = 0.05
 
+# How long a merge step waits for another writer's lock before it leaves the merging for later.
+_MERGE_LOCK_WAIT_MS = 100
+
 
 def merge_step(conn: sqlite3.Connection, pages: int = _MERGE_PAGES) -> bool:
     """Merge up to `pages` pages of each full-text index's segments (levels of 8 or more),
@@ -138,6 +141,9 @@ class Checkpointer:
                 # during the pause: the merging waits for the next settled write.
                 return
             try:
+                # A step that finds the write lock taken gives way at once rather than wait:
+                # a close() that joins this thread must not wait out another writer's lock.
+                conn.execute(f"PRAGMA busy_timeout = {_MERGE_LOCK_WAIT_MS}")
                 if not merge_text_indexes(conn):
                     return
             except sqlite3.OperationalError:

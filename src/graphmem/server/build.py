@@ -103,7 +103,9 @@ def build_server(
             if graph.meaning.enabled:
                 worker_store = await anyio.to_thread.run_sync(partial(open_store, settings, background=True))
                 worker = EmbeddingWorker(graph.meaning, worker_store, last_call=lambda: state.access.last_call)
-                worker.start()
+                # Started by the first tool call: a server only listed, or stopped right away,
+                # never loads the model.
+                state.start_background = worker.start
             state.relay.attach()
             try:
                 yield state

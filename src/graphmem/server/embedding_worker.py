@@ -1,10 +1,10 @@
 """The embedding worker: a thread that embeds what the memory has queued, off the request path.
 
-It starts a little after the server (the model loads once the client's handshake is
-answered, not before it), then loops: claim a batch of waiting texts from the store,
-embed them, store the vectors. The queue lives in the store, so a crash loses nothing
-(the claim expires and the texts are taken up again, here or by another process on the
-same memory), and a write never waits for the model. When nothing waits, the worker
+It starts with the server's first tool call, waits a moment more (the model loads once the
+client's handshake and first call are answered, not before them), then loops: claim a
+batch of waiting texts from the store, embed them, store the vectors. The queue lives in
+the store, so a crash loses nothing (the claim expires and the texts are taken up again,
+here or by another process on the same memory), and a write never waits for the model. When nothing waits, the worker
 looks again each `POLL_SECONDS`, but only if the memory changed (a cheap version check):
 a fact written now is found by meaning about `POLL_SECONDS` plus one batch later. Before each
 batch it lets a burst of the clients' calls pass (up to a second), so that on a machine of
@@ -33,7 +33,7 @@ __all__ = ["LONGEST_YIELD_SECONDS", "POLL_SECONDS", "QUIET_SECONDS", "START_DELA
 _log = logging.getLogger("graphmem.embedding")
 
 START_DELAY_SECONDS = 1.0
-"""How long after the server starts the worker loads the model: the handshake comes first."""
+"""How long after the first call the worker loads the model: the client's first answers come first."""
 
 POLL_SECONDS = 0.25
 """How often an idle worker checks whether the memory changed."""
@@ -93,7 +93,7 @@ class EmbeddingWorker:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop after the batch in hand (its vectors are stored, or its claim given back), and
-        close the worker's connection."""
+        close the worker's connection (also when it never started)."""
         self._stopping.set()
         if self._thread.is_alive():
             self._thread.join(timeout)

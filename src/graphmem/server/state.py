@@ -35,7 +35,12 @@ class AppState:
     """Seconds a tool call may run before the store stops it and rolls it back; 0: no limit."""
     answers: AnswerCache = field(default_factory=AnswerCache)
     """The answers of reusable read tools, kept while the memory is unchanged."""
+    start_background: Callable[[], None] | None = None
+    """Starts the background work (the embedding worker) on the first call, then is cleared."""
 
     async def run(self, fn: Callable[..., T], *args: Any, writes: bool = True) -> T:
         """Run blocking graph code where the store's calls run (see `StoreAccess.run`)."""
+        if self.start_background is not None:
+            start, self.start_background = self.start_background, None
+            start()
         return await self.access.run(fn, *args, writes=writes)

@@ -98,11 +98,11 @@ def build_server(
                 call_time_limit=settings.call_time_limit,
             )
             # Embeds what is waiting (and what clients write) off the request path, on a
-            # connection of its own.
+            # connection of its own that its thread opens and closes.
             worker = None
             if graph.meaning.enabled:
-                worker_store = await anyio.to_thread.run_sync(partial(open_store, settings, background=True))
-                worker = EmbeddingWorker(graph.meaning, worker_store, last_call=lambda: state.access.last_call)
+                connect = partial(open_store, settings, background=True)
+                worker = EmbeddingWorker(graph.meaning, connect, last_call=lambda: state.access.last_call)
                 # Started by the first tool call: a server only listed, or stopped right away,
                 # never loads the model.
                 state.start_background = worker.start

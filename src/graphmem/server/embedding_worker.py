@@ -56,8 +56,8 @@ class EmbeddingWorker:
 
     Args:
         meaning: the model.
-        store: the worker's own connection to the memory (it keeps vectors); the worker
-            closes it when it stops.
+        connect: opens the worker's own connection to the memory (one that keeps vectors);
+            the worker's thread opens it when it starts and closes it as it ends.
         start_delay: seconds to wait before the first batch (and the model's loading).
         last_call: when the clients' last call started or ended (`time.monotonic()`): the
             worker lets a burst of calls pass before each batch, so that it takes no
@@ -67,21 +67,15 @@ class EmbeddingWorker:
     def __init__(
         self,
         meaning: Meaning,
-        store: Store,
+        connect: Callable[[], Store],
         *,
         start_delay: float = START_DELAY_SECONDS,
         last_call: Callable[[], float] | None = None,
     ) -> None:
-        if not isinstance(store, VectorStore):
-            raise TypeError(f"{store.location} keeps no vectors")
         self._meaning = meaning
-        self._store = store
-        self._vectors: VectorStore = store
+        self._connect = connect
         self._model_recorded = False
         self._last_call = last_call
-        # Waiting for another writer's lock costs the worker nothing but time; a short wait
-        # still lets it stop promptly.
-        store.wait_for_locks(_LOCK_WAIT_SECONDS)
         self._start_delay = start_delay
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="graphmem-embedding", daemon=True)
@@ -92,31 +86,41 @@ class EmbeddingWorker:
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop after the batch in hand (its vectors are stored, or its claim given back), and
-        close the worker's connection (also when it never started)."""
+        """Stop after the batch in hand (its vectors are stored, or its claim given back); the
+        worker closes its connection itself as it ends."""
         self._stopping.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
-        if not self._thread.is_alive():
-            self._store.close()
 
     def _run(self) -> None:
         if self._stopping.wait(self._start_delay):
             return
+        store = self._connect()
+        try:
+            if not isinstance(store, VectorStore):
+                return
+            # Waiting for another writer's lock costs the worker nothing but time; a short
+            # wait still lets it stop promptly.
+            store.wait_for_locks(_LOCK_WAIT_SECONDS)
+            self._work(store, store)
+        finally:
+            store.close()
+
+    def _work(self, store: Store, vectors: VectorStore) -> None:
         try:
             # The index of the vectors already stored is read here, not on the first search.
-            self._vectors.warm_vectors()
+            vectors.warm_vectors()
         except Exception:  # a search reads it then
             _log.warning("could not read the vector index ahead of the first search", exc_info=True)
         idle_at: Hashable | None = None
         while not self._stopping.is_set() and self._meaning.enabled:
             try:
-                version = self._store.version()
+                version = store.version()
                 if version is not None and version == idle_at:
                     self._stopping.wait(POLL_SECONDS)
                     continue
                 # The version read before the claim: a write after it is looked for next time.
-                idle_at = None if self._one_batch() else version
+                idle_at = None if self._one_batch(vectors) else version
             except InvalidInputError:  # the model could not be loaded: meaning is off (and logged)
                 return
             except StorageBusyError:  # other writers kept the memory busy: try again shortly
@@ -133,14 +137,14 @@ class EmbeddingWorker:
             if self._stopping.wait(QUIET_SECONDS):
                 return
 
-    def _one_batch(self) -> bool:
+    def _one_batch(self, vectors: VectorStore) -> bool:
         """Embed one batch; False when nothing was waiting."""
         self._yield_to_clients()
         if not self._model_recorded:
             # Vectors another model made are dropped (and their texts queued) before the first claim.
-            self._vectors.use_model(self._meaning.model().fingerprint)
+            vectors.use_model(self._meaning.model().fingerprint)
             self._model_recorded = True
-        pending = self._vectors.claim_texts(EMBED_BATCH, CLAIM_SECONDS)
+        pending = vectors.claim_texts(EMBED_BATCH, CLAIM_SECONDS)
         if not pending:
             return False
         try:
@@ -148,9 +152,9 @@ class EmbeddingWorker:
             if self._stopping.is_set():
                 raise InterruptedError
         except BaseException:
-            self._vectors.release_texts(pending)
+            vectors.release_texts(pending)
             if self._stopping.is_set():
                 return False
             raise
-        self.embedded += self._vectors.save_vectors(embedded)
+        self.embedded += vectors.save_vectors(embedded)
         return True

@@ -147,40 +147,41 @@ class Meaning:
     def fingerprint(self) -> str:
         return self.model().fingerprint
 
-    def claim(self, batch: int = EMBED_BATCH) -> list[PendingText]:
-        """Texts waiting for vectors, claimed for this process (a write; nothing when meaning is off)."""
-        if self.vectors is None or not self.enabled:
-            return []
+    def embed_pending(
+        self,
+        batch: int = EMBED_BATCH,
+        *,
+        vectors: VectorStore | None = None,
+        abandon: Callable[[], bool] | None = None,
+    ) -> int:
+        """Embed one batch of waiting texts here and now; how many it took (0: none is waiting
+        that another process is not already embedding).
+
+        Args:
+            vectors: the connection to claim and save through (a worker's own); by default
+                the memory's store.
+            abandon: asked once the batch is embedded: True gives the claim back unsaved (a
+                worker that is stopping).
+        """
+        store = vectors if vectors is not None else self.vectors
+        if store is None or not self.enabled:
+            return 0
         if not self._model_recorded:
             # Vectors another model made cannot be compared with this one's: if there are
             # any, they are dropped and every text waits again, before the first claim.
-            self.vectors.use_model(self.model().fingerprint)
+            store.use_model(self.model().fingerprint)
             self._model_recorded = True
-        return self.vectors.claim_texts(batch, CLAIM_SECONDS)
-
-    def embed(self, pending: Sequence[PendingText]) -> list[EmbeddedText]:
-        """The vectors of claimed texts (the slow part: run it off the request path)."""
+        pending = store.claim_texts(batch, CLAIM_SECONDS)
         if not pending:
-            return []
-        vectors = self.model().embed([embedding_text(text) for text in pending])
-        return [EmbeddedText(text, vector) for text, vector in zip(pending, vectors, strict=True)]
-
-    def save(self, embedded: Sequence[EmbeddedText]) -> int:
-        assert self.vectors is not None
-        return self.vectors.save_vectors(embedded)
-
-    def release(self, pending: Sequence[PendingText]) -> None:
-        if self.vectors is not None and pending:
-            self.vectors.release_texts(pending)
-
-    def embed_pending(self, batch: int = EMBED_BATCH) -> int:
-        """Embed one batch of waiting texts here and now; how many it took (0: none is waiting
-        that another process is not already embedding)."""
-        pending = self.claim(batch)
+            return 0
         try:
-            embedded = self.embed(pending)
+            embedded = self.model().embed([embedding_text(text) for text in pending])
+            if abandon is not None and abandon():
+                raise InterruptedError
         except BaseException:
-            self.release(pending)
+            store.release_texts(pending)
+            if abandon is not None and abandon():
+                return 0
             raise
-        self.save(embedded)
+        store.save_vectors([EmbeddedText(text, vector) for text, vector in zip(pending, embedded, strict=True)])
         return len(pending)

@@ -4,11 +4,12 @@ It starts with the server's first tool call, waits a moment more (the model load
 client's handshake and first call are answered, not before them), then loops: claim a
 batch of waiting texts from the store, embed them, store the vectors. The queue lives in
 the store, so a crash loses nothing (the claim expires and the texts are taken up again,
-here or by another process on the same memory), and a write never waits for the model. When nothing waits, the worker
-looks again each `POLL_SECONDS`, but only if the memory changed (a cheap version check):
-a fact written now is found by meaning about `POLL_SECONDS` plus one batch later. Before each
-batch it lets a burst of the clients' calls pass (up to a second), so that on a machine of
-two cores a client's call does not share its core with the model.
+here or by another process on the same memory), and a write never waits for the model.
+When nothing waits, the worker looks again each `POLL_SECONDS`, but only if the memory
+changed (a cheap version check): a fact written now is found by meaning about
+`POLL_SECONDS` plus one batch later. Before each batch it lets a burst of the clients'
+calls pass (up to a second), so that on a machine of two cores a client's call does not
+share its core with the model.
 
 The worker has a connection of its own to the memory: its short transactions (claim,
 save) are another writer's, as a second process's would be, so the clients' calls never
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable, Hashable
 
 from graphmem.core.errors import InvalidInputError, StorageBusyError
-from graphmem.domain.meaning import CLAIM_SECONDS, EMBED_BATCH, Meaning
+from graphmem.domain.meaning import EMBED_BATCH, Meaning
 from graphmem.storage import Store
 from graphmem.storage.vectors import VectorStore
 
@@ -74,13 +75,10 @@ class EmbeddingWorker:
     ) -> None:
         self._meaning = meaning
         self._connect = connect
-        self._model_recorded = False
         self._last_call = last_call
         self._start_delay = start_delay
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="graphmem-embedding", daemon=True)
-        self.embedded = 0
-        """Texts this worker has embedded (for logs and tests)."""
 
     def start(self) -> None:
         self._thread.start()
@@ -138,23 +136,6 @@ class EmbeddingWorker:
                 return
 
     def _one_batch(self, vectors: VectorStore) -> bool:
-        """Embed one batch; False when nothing was waiting."""
+        """Embed one batch on the worker's connection; False when nothing was waiting."""
         self._yield_to_clients()
-        if not self._model_recorded:
-            # Vectors another model made are dropped (and their texts queued) before the first claim.
-            vectors.use_model(self._meaning.model().fingerprint)
-            self._model_recorded = True
-        pending = vectors.claim_texts(EMBED_BATCH, CLAIM_SECONDS)
-        if not pending:
-            return False
-        try:
-            embedded = self._meaning.embed(pending)
-            if self._stopping.is_set():
-                raise InterruptedError
-        except BaseException:
-            vectors.release_texts(pending)
-            if self._stopping.is_set():
-                return False
-            raise
-        self.embedded += vectors.save_vectors(embedded)
-        return True
+        return self._meaning.embed_pending(EMBED_BATCH, vectors=vectors, abandon=self._stopping.is_set) > 0

@@ -140,10 +140,13 @@ class _Vectors(_Reads):
             }
             # An observation keeps its text (observations are never edited in place), but it
             # can move to another entity (a merge); an entity can be renamed or get new aliases.
-            unchanged = [
-                item for item in embedded if current.get((item.pending.kind, item.pending.row_id)) == item.pending
-            ]
-            changed = [item.pending for item in embedded if item not in unchanged]
+            unchanged: list[EmbeddedText] = []
+            changed: list[PendingText] = []
+            for item in embedded:
+                if current.get((item.pending.kind, item.pending.row_id)) == item.pending:
+                    unchanged.append(item)
+                else:
+                    changed.append(item.pending)
             if unchanged:
                 codes, blobs = quantize(np.stack([item.vector for item in unchanged]).astype(np.float32))
                 entity_ids = self._entity_ids([item.pending.entity_name for item in unchanged])

@@ -65,19 +65,17 @@ class Meaning:
         load: loads the model (it reads about 90 MB and takes a fraction of a second), or
             None when search by meaning is off.
         store: the memory's store, if it keeps vectors (SQLite); a JSONL file does not.
-        why_off: what to tell a caller that asks for meaning when it is off.
     """
 
-    def __init__(
-        self, load: Callable[[], TextEmbedder] | None, store: object, *, why_off: str = "it is turned off"
-    ) -> None:
+    def __init__(self, load: Callable[[], TextEmbedder] | None, store: object) -> None:
         self._load = load
         self._model: TextEmbedder | None = None
         self._lock = threading.Lock()
         self._model_recorded = False
         self._query_cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self.vectors: VectorStore | None = store if isinstance(store, VectorStore) else None
-        self.why_off = why_off
+        self.why_off = "it is turned off"
+        """What a caller that asks for meaning while it is off is told."""
         if load is not None and self.vectors is None:
             self.why_off = "this memory is a JSONL file, which keeps no vectors: search by meaning needs a .db memory"
 

@@ -23,6 +23,8 @@ SOURCE = Path(__file__).resolve().parents[1] / "src" / "graphmem"
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
     "_version": set(),
+    # Process set-up through the C library (one malloc arena): nothing of graphmem.
+    "_malloc": set(),
     "config": {"core"},
     # open_store picks the backend from the settings, the one upward-looking name storage knows.
     "storage": {"core", "config"},
@@ -44,6 +46,7 @@ ALLOWED: dict[str, set[str]] = {
         "config",
         "embedding",
         "_version",
+        "_malloc",
     },
     "__main__": {"cli"},
     # The package's public surface: the errors, the values and KnowledgeGraph.

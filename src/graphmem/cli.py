@@ -19,8 +19,15 @@ from typing import IO, Any, TypeVar
 
 import click
 
+from graphmem._malloc import use_one_malloc_arena
 from graphmem._version import __version__
-from graphmem.config import DEFAULT_HTTP_PORT, DEFAULT_TCP_PORT, NetworkSettings, Settings
+from graphmem.config import (
+    DEFAULT_HTTP_PORT,
+    DEFAULT_TCP_PORT,
+    NetworkSettings,
+    Settings,
+    malloc_arenas_chosen_by_user,
+)
 from graphmem.core.errors import GraphmemError, ImportFormatError, InvalidInputError, SchemaVersionError
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.meaning import EMBED_BATCH
@@ -335,6 +342,8 @@ def serve(
         except GraphmemError as error:
             raise click.ClickException(str(error)) from error
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format="graphmem %(levelname)s: %(message)s")
+    if not malloc_arenas_chosen_by_user():
+        use_one_malloc_arena()
     # Imported here, not at the top: the MCP SDK takes over a second to import, and the
     # other commands (info, stats, import, export) do not need it.
     from graphmem.server import build_server

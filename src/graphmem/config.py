@@ -29,6 +29,7 @@ __all__ = [
     "Settings",
     "default_memory_path",
     "is_loopback",
+    "malloc_arenas_chosen_by_user",
 ]
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -46,6 +47,11 @@ TOOLSET_NAMES = ("official", "default", "all")
 
 # Suffixes that keep the memory in the official JSONL format instead of SQLite.
 JSONL_SUFFIXES = (".jsonl", ".json")
+
+
+def malloc_arenas_chosen_by_user(environ: Mapping[str, str] | None = None) -> bool:
+    """The user set glibc's own MALLOC_ARENA_MAX, which graphmem then leaves as it is."""
+    return "MALLOC_ARENA_MAX" in (os.environ if environ is None else environ)
 
 
 def default_memory_path() -> Path:

@@ -13,6 +13,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 from graphmem.core.errors import GraphmemError, InvalidInputError
@@ -73,6 +74,8 @@ class Meaning:
         self._lock = threading.Lock()
         self._model_recorded = False
         self._query_cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._query_cache_lock = threading.Lock()
+        self._query_thread: ThreadPoolExecutor | None = None
         self.vectors: VectorStore | None = store if isinstance(store, VectorStore) else None
         self.why_off = "it is turned off"
         """What a caller that asks for meaning while it is off is told."""
@@ -128,18 +131,37 @@ class Meaning:
                 raise
             return None
         # Agents repeat their searches; a query's vector costs milliseconds, a look-up nothing.
-        missing = [text for text in dict.fromkeys(queries) if text not in self._query_cache]
+        with self._query_cache_lock:
+            known = {text: self._query_cache[text] for text in queries if text in self._query_cache}
+        missing = [text for text in dict.fromkeys(queries) if text not in known]
         if missing:
             for text, vector in zip(missing, model.embed(missing), strict=True):
                 vector.setflags(write=False)
-                self._query_cache[text] = vector
-        found = []
-        for text in queries:
-            self._query_cache.move_to_end(text)
-            found.append(self._query_cache[text])
-        while len(self._query_cache) > QUERIES_KEPT:
-            self._query_cache.popitem(last=False)
-        return found
+                known[text] = vector
+        with self._query_cache_lock:
+            for text in queries:
+                self._query_cache[text] = known[text]
+                self._query_cache.move_to_end(text)
+            while len(self._query_cache) > QUERIES_KEPT:
+                self._query_cache.popitem(last=False)
+        return [known[text] for text in queries]
+
+    def query_vectors_soon(self, queries: Sequence[str]) -> Future[list[npt.NDArray[np.float32]] | None]:
+        """`query_vectors(queries, required=False)`, computed on a thread of its own, starting now.
+
+        A hybrid search embeds its query while the word search runs: numpy and SQLite both
+        let go of the interpreter, so on two cores the search costs the longer of the two
+        rather than their sum. An answer the words alone settle leaves the vector to finish
+        unread; it is kept like any other, for the next search.
+        """
+        if not self.enabled:
+            done: Future[list[npt.NDArray[np.float32]] | None] = Future()
+            done.set_result(None)
+            return done
+        with self._lock:
+            if self._query_thread is None:
+                self._query_thread = ThreadPoolExecutor(1, "graphmem-query")
+        return self._query_thread.submit(self.query_vectors, queries, required=False)
 
     @property
     def fingerprint(self) -> str:

@@ -193,6 +193,9 @@ class Searches(Reads):
         # a lexical search answers, so no official match is ever left out.
         window = None if limit is None else max(CANDIDATES, offset + limit)
         plan = search.word_search(queries, entity_type=entity_type, limit=window, offset=0)
+        # The query is embedded beside the word search, outside any snapshot: the model's
+        # time holds no lock.
+        embedding = self.meaning.query_vectors_soon(queries)
         with self.store.read():
             words = self.store.search_entities(plan)
         if limit is not None and sum(hit.official for hit in words.hits) >= offset + limit:
@@ -200,8 +203,7 @@ class Searches(Reads):
             # reorder them among themselves, not worth embedding the query for.
             page = _page([FusedHit(hit.name, True, hit.score) for hit in words.hits], limit, offset, named_at_most)
             return replace(page, more=words.more)
-        # The query is embedded outside any snapshot: the model's time holds no lock.
-        query_vectors = self.meaning.query_vectors(queries, required=False)
+        query_vectors = embedding.result()
         if query_vectors is None:
             return self._lexical(queries, entity_type, limit, offset, named_at_most)
         with self.store.read():

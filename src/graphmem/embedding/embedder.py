@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 
 from graphmem.embedding._bert import Bert, Packed
 from graphmem.embedding._folder import MODEL_NAME, TRUSTED_SHA256, ModelFolder, find_model_folder
-from graphmem.embedding._weights import map_tensors
+from graphmem.embedding._weights import load_tensors
 
 __all__ = ["Embedder", "open_embedder"]
 
@@ -56,7 +56,10 @@ class Embedder:
         sentence_config = json.loads(folder.file("sentence_bert_config.json").read_text(encoding="utf-8"))
         self.fingerprint = f"{MODEL_NAME}/{TRUSTED_SHA256['model.safetensors'][:8]}"
         self.max_tokens = int(sentence_config["max_seq_length"])
-        self._bert = Bert(map_tensors(folder.file("model.safetensors")), config)
+        # The encoder layers' weights are copied into a faster layout (see Bert), so they are read
+        # rather than mapped; the embedding tables stay mapped.
+        tensors = load_tensors(folder.file("model.safetensors"), read=lambda name: name.startswith("encoder."))
+        self._bert = Bert(tensors, config)
         self.dimensions = self._bert.hidden
         self._tokenizer = Tokenizer.from_file(str(folder.file("tokenizer.json")))
         # tokenizer.json itself pads to 128 and cuts at 128; the model is used at max_seq_length.

@@ -254,7 +254,10 @@ class _Vectors(_Reads):
 
     def _named(self, ranked: list[tuple[int, float]], limit: int, entity_type: str | None) -> list[NearEntity]:
         found: list[NearEntity] = []
-        for chunk in _chunks(ranked):
+        # Nearly every ranked entity still exists and is of any type: a first look-up of a few
+        # more than the limit names the answer; the rest are read only if some were not found.
+        first = len(ranked) if entity_type is not None else min(len(ranked), limit + limit // 2 + 1)
+        for chunk in (*_chunks(ranked[:first]), *_chunks(ranked[first:])):
             ids = [entity_id for entity_id, _ in chunk]
             names = {
                 entity_id: (name, kind)

@@ -87,6 +87,32 @@ def test_stdio_says_it_is_ready_in_one_line_and_ctrl_c_ends_it_quietly_with_stat
     assert lines == [f"graphmem {__version__} ready on stdio: memory {memory} (sqlite), tools default (20)"]
 
 
+def test_sigterm_over_stdio_ends_the_server_with_status_0_and_keeps_what_it_answered(tmp_path: Path):
+    # What a client that will not wait for stdin to close sends before it kills.
+    memory = tmp_path / "memory.db"
+    process = _start(memory)
+    assert process.stdin is not None and process.stdout is not None
+    create = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {
+            "name": "create_entities",
+            "arguments": {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]},
+        },
+    }
+    for message in (INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}, create):
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+    answers = [json.loads(process.stdout.readline()) for _ in range(2)]
+    assert answers[1]["id"] == 2 and not answers[1]["result"].get("isError")
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=START_SECONDS)
+    assert process.returncode == 0
+    with sqlite3.connect(memory) as conn:
+        assert conn.execute("SELECT name FROM entities").fetchall() == [("Ada",)]
+
+
 @pytest.mark.slow
 def test_run_by_hand_in_a_terminal_it_says_it_waits_for_an_mcp_client_answers_and_stops_on_ctrl_c(tmp_path: Path):
     terminal, keyboard = pty.openpty()

@@ -31,7 +31,7 @@ from mcp.server.lowlevel.server import Server
 from graphmem.server import AppState, initialization_options
 from graphmem.transports.channel import ServerStreams, line_channel
 from graphmem.transports.lines import MAX_MESSAGE_BYTES, LineReader, read_lines
-from graphmem.transports.loop import event_loop_options
+from graphmem.transports.loop import event_loop_options, wait_for_stop_signal
 
 __all__ = ["guarded_stdio", "run_stdio"]
 
@@ -108,10 +108,24 @@ async def guarded_stdio() -> AsyncIterator[ServerStreams]:
 
 
 async def _serve_stdio(server: Server[AppState]) -> None:
-    async with guarded_stdio() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, initialization_options(server))
+    async with anyio.create_task_group() as tasks:
+
+        async def stop_on_signal() -> None:
+            # Ctrl-C (or SIGTERM from a client that will not wait for stdin to close) ends the
+            # serving here, inside the loop, through a cancel scope. Left to asyncio's own
+            # SIGINT handler, which cancels the main task from outside, the cancellation was
+            # now and then absorbed on the way out and the server never exited.
+            await wait_for_stop_signal()
+            tasks.cancel_scope.cancel()
+
+        tasks.start_soon(stop_on_signal)
+        async with guarded_stdio() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, initialization_options(server))
+        tasks.cancel_scope.cancel()
 
 
 def run_stdio(server: Server[AppState]) -> None:
-    """Serve one client over stdin/stdout until stdin closes and every request read is answered."""
+    """Serve one client over stdin/stdout until stdin closes and every request read is answered,
+    or until SIGINT or SIGTERM (the calls in progress are then cancelled; each write is either
+    committed whole or not at all)."""
     anyio.run(_serve_stdio, server, backend_options=event_loop_options())

@@ -39,7 +39,7 @@ from graphmem.domain.meaning import embedding_text
 from graphmem.storage.vectors import ENTITY_TEXT, OBSERVATION_TEXT, NearEntity, PendingText
 from graphmem.storage.words import SearchHit, index_words, stem
 
-__all__ = ["VARIANTS", "Case", "Features", "build_features", "score_variant"]
+__all__ = ["VARIANTS", "Case", "Features", "answer_scores", "build_features", "score_variant", "summarise"]
 
 WORD_DEPTH = 50
 """How many word matches each question keeps: every session of a LoCoMo conversation."""
@@ -62,12 +62,28 @@ class Features:
     words: list[list[tuple[str, bool, float]]]
     """The store's word ranking per question: (name, official, BM25)."""
     _index_words: list[list[str]] | None = field(default=None, repr=False)
+    _counts: dict[tuple[str, bool], np.ndarray] = field(default_factory=dict, repr=False)
 
     def index_words(self) -> list[list[str]]:
         """Each text's index words (tokenized and stemmed as the word index does)."""
         if self._index_words is None:
             self._index_words = [index_words(text) for text in self.texts]
         return self._index_words
+
+    def term_counts(self, stemmed: str, prefix: bool) -> np.ndarray:
+        """How often each text holds the index word `stemmed` (or, for a prefix, words it starts)."""
+        key = (stemmed, prefix)
+        # Through __dict__: features pickled before this cache existed have no `_counts`.
+        counts: dict[tuple[str, bool], np.ndarray] = self.__dict__.setdefault("_counts", {})
+        if key not in counts:
+            counts[key] = np.array(
+                [
+                    sum(1 for t in words if (t.startswith(stemmed) if prefix else t == stemmed))
+                    for words in self.index_words()
+                ],
+                dtype=float,
+            )
+        return counts[key]
 
 
 @dataclass
@@ -93,10 +109,7 @@ class Case:
         total = np.zeros(len(rows))
         for word in search.query_terms(self.text):
             stemmed, prefix = stem(word), len(word) >= 3 and not word.isdigit()
-            counts = np.array(
-                [sum(1 for t in documents[row] if (t.startswith(stemmed) if prefix else t == stemmed)) for row in rows],
-                dtype=float,
-            )
+            counts = features.term_counts(stemmed, prefix)[rows]
             found = int((counts > 0).sum())
             if not found:
                 continue
@@ -222,22 +235,43 @@ VARIANTS: dict[str, Ranker] = {
 }
 
 
-def score_variant(
-    ranker: Ranker, memories: Sequence[Features], *, every_answer: bool, only: set[int] | None = None
-) -> tuple[float, dict[str, float]]:
-    """The mean score (all answers in the top 5, or recall@5) overall and per category."""
-    by_category: dict[str, list[float]] = {}
-    for number, features in enumerate(memories):
-        if only is not None and number not in only:
-            continue
+def answer_scores(ranker: Ranker, memories: Sequence[Features], *, every_answer: bool) -> list[list[tuple[str, float]]]:
+    """Per memory, each question's (category, score): 1 or 0 for all answers in the top 5, or recall@5."""
+    scores = []
+    for features in memories:
+        scored = []
         for case in cases(features):
             top = ranker(case)[:5]
             answers = features.questions[case.number][1]
             found = sum(answer in top for answer in answers)
-            value = float(found == len(answers)) if every_answer else found / len(answers)
-            by_category.setdefault(features.questions[case.number][2], []).append(value)
+            scored.append(
+                (
+                    features.questions[case.number][2],
+                    float(found == len(answers)) if every_answer else found / len(answers),
+                )
+            )
+        scores.append(scored)
+    return scores
+
+
+def summarise(
+    scores: Sequence[list[tuple[str, float]]], only: set[int] | None = None
+) -> tuple[float, dict[str, float]]:
+    """The mean score overall and per category, over every memory or the `only` ones."""
+    by_category: dict[str, list[float]] = {}
+    for number, scored in enumerate(scores):
+        if only is None or number in only:
+            for category, value in scored:
+                by_category.setdefault(category, []).append(value)
     every = [value for values in by_category.values() for value in values]
     return statistics.fmean(every), {key: statistics.fmean(values) for key, values in sorted(by_category.items())}
+
+
+def score_variant(
+    ranker: Ranker, memories: Sequence[Features], *, every_answer: bool
+) -> tuple[float, dict[str, float]]:
+    """The mean score (all answers in the top 5, or recall@5) overall and per category."""
+    return summarise(answer_scores(ranker, memories, every_answer=every_answer))
 
 
 def _cached(path: Path | None, locomo: Path) -> dict[str, list[Features]]:
@@ -272,8 +306,9 @@ def main(argv: list[str] | None = None) -> None:
     for name, ranker in VARIANTS.items():
         if args.only and name not in args.only:
             continue
-        whole, categories = score_variant(ranker, locomo, every_answer=True)
-        halves = [score_variant(ranker, locomo, every_answer=True, only=half)[0] for half in (even, odd)]
+        scores = answer_scores(ranker, locomo, every_answer=True)
+        whole, categories = summarise(scores)
+        halves = [summarise(scores, half)[0] for half in (even, odd)]
         meaning = score_variant(ranker, sets["meaning"], every_answer=False)[0]
         quality = score_variant(ranker, sets["quality"], every_answer=False)[0]
         row: list[Any] = [whole, *halves] + [categories.get(key, math.nan) for key in _CATEGORIES]

@@ -10,5 +10,6 @@ embedded, and every question is asked once per mode (`lexical`, `semantic`, `hyb
 `search_nodes(question, limit=10, mode=...)`. Modules: `sets` (what is asked and what
 answers it), `evaluate` (loading, embedding, asking, scoring), `locomo` (the public
 long-conversation benchmark, read from a file that is never committed), `__main__` (the
-command and its table).
+command and its table), `tune` (fusion variants scored offline on halves of LoCoMo and on
+the hand-written sets: `python -m benchmarks.retrieval.tune PATH`).
 """

@@ -18,6 +18,8 @@ import sqlite3
 import threading
 from contextlib import suppress
 
+from graphmem.storage.sqlite.pending import index_step
+
 __all__ = ["FALLBACK_PAGES", "TEXT_INDEXES", "Checkpointer", "merge_step", "merge_text_indexes"]
 
 # The writer's own automatic checkpoint stays on at this many pages (16 MB). Under a
@@ -121,12 +123,26 @@ class Checkpointer:
                         # close() may have set "due" just before the clear above erased it:
                         # it sets "stopping" first, so this sees it, and no wait is left to hang.
                         return
+                    self._index(conn)
                     self._merge(conn)
                     # PASSIVE never waits for, nor blocks, a reader or the writer: what it
                     # cannot copy now, the next request copies.
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             finally:
                 conn.close()
+
+    def _index(self, conn: sqlite3.Connection) -> None:
+        """Index the texts the writes left pending (pending.py), a step at a time."""
+        while not self._stopping.is_set():
+            try:
+                # As a merge step: give way at once to another writer rather than wait.
+                conn.execute(f"PRAGMA busy_timeout = {_MERGE_LOCK_WAIT_MS}")
+                if not index_step(conn):
+                    return
+            except sqlite3.OperationalError:
+                # Busy past the timeout, or a memory from before migration 0015 opened by
+                # another graphmem: what is pending waits for the next write's request.
+                return
 
     def _merge(self, conn: sqlite3.Connection) -> None:
         """Merge the text indexes a step at a time while nobody writes: a step holds the write

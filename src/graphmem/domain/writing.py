@@ -75,12 +75,14 @@ class Writes(Reads):
                     continue
                 seen.add(entity.name)
                 contents = distinct(entity.observations)
-                if len(contents) in shared and not any(map(is_archived, contents)):
+                # An archived fact starts with a bracketed prefix: most facts have no bracket at all.
+                plain = not any(is_archived(content) for content in contents if "[" in content)
+                if plain and len(contents) in shared:
                     created.append(Entity(entity.name, entity.entity_type, tuple(contents), shared[len(contents)]))
                     continue
                 fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now))
                 made = with_records(fresh, *new_records([NewObservation(content) for content in contents], now))
-                if not any(map(is_archived, contents)):
+                if plain:
                     shared[len(contents)] = made.extra
                 created.append(made)
             self.store.insert_entities(created)

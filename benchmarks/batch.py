@@ -20,6 +20,7 @@ delete entities of the generated graph, each with its observations and relations
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import sqlite3
@@ -39,7 +40,7 @@ from graphmem.core.models import Entity, ObservationAddition, Relation
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 from graphmem.storage.sqlite.checkpoints import merge_text_indexes
-from graphmem.storage.sqlite.schema import SCHEMA_VERSION
+from graphmem.storage.sqlite.schema import SCHEMA_VERSION, _migrations
 
 CACHE = Path.home() / ".cache" / "graphmem-bench"
 BATCH = 100
@@ -149,8 +150,11 @@ def _cases(only: str | None = None) -> list[Case]:
 
 
 def _memory(size: int) -> Path:
-    """The generated memory as a SQLite file, built once per size and schema version."""
-    path = CACHE / f"batch-{size}-v{SCHEMA_VERSION}.db"
+    """The generated memory as a SQLite file, built once per size and schema (its migrations' digest)."""
+    # The digest, not only the version: two branches may each have had a migration of the
+    # same number, and a memory built by one is not the other's.
+    digest = hashlib.sha256("".join(sql for _, sql in _migrations()).encode("utf-8")).hexdigest()[:8]
+    path = CACHE / f"batch-{size}-v{SCHEMA_VERSION}-{digest}.db"
     if not path.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
         entities, relations = generate(size)

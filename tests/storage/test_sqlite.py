@@ -174,12 +174,15 @@ def test_an_older_memory_gets_its_aliases_indexed_and_kept_current(tmp_path: Pat
     store.close()
 
 
-def test_triggers_only_mark_what_changed_and_a_commit_rebuilds_it(tmp_path: Path):
+def test_triggers_only_mark_what_changed_and_the_next_read_rebuilds_it(tmp_path: Path):
     store = SQLiteStore(tmp_path / "memory.db")
+    store._checkpointer = None  # no background thread: only the calls index
     with store.write():
         store.insert_entities([Entity("A", "t", ("one",)), Entity("B", "t", ("two",))])
         marked = store._conn.execute("SELECT entity_id FROM entity_words_stale ORDER BY 1").fetchall()
         assert marked == [(1,), (2,)]
+    with store.read():
+        assert store._conn.execute("SELECT count(*) FROM entity_words_stale").fetchone()[0] == 0
     with store.write():
         store.append_observations("B", ["three"])
         assert store._conn.execute("SELECT entity_id FROM entity_words_stale").fetchall() == [(2,)]
@@ -217,7 +220,9 @@ def test_many_observations_in_one_call_index_the_entity_once(tmp_path: Path):
 
 
 def _index_state(store: SQLiteStore) -> dict[str, list[tuple[object, ...]]]:
-    """Everything the suspended triggers maintain, plus the triggers themselves."""
+    """Everything the suspended triggers maintain, plus the triggers themselves, once
+    the texts pending are indexed (as the background thread does)."""
+    store.index_pending_texts()
     queries = {
         "degrees": "SELECT name, degree FROM degrees ORDER BY name",
         "entity_text": "SELECT rowid FROM entity_text WHERE entity_text MATCH '\"ent\"' ORDER BY rowid",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from graphmem.core.errors import DanglingRelationError, EntityNotFoundError
 from graphmem.core.models import (
@@ -24,6 +24,7 @@ from graphmem.core.timestamps import new_metadata, now_iso
 from graphmem.domain.observations import (
     NewObservation,
     change_observations,
+    is_archived,
     new_records,
     plan_observations,
     stored_difference,
@@ -63,14 +64,27 @@ class Writes(Reads):
             created: list[Entity] = []
             skipped: list[str] = []
             seen: set[str] = set()
+            # A new entity's metadata and observation records depend only on how many
+            # facts it has, when none is archived: built once per count and shared, not
+            # once per entity (2 ms of a 100-entity batch's Python). Nobody changes an
+            # entity's extra in place: every change builds a new one.
+            shared: dict[int, dict[str, Any] | None] = {}
             for entity in entities:
                 if entity.name in existing or entity.name in seen:
                     skipped.append(entity.name)
                     continue
                 seen.add(entity.name)
+                contents = distinct(entity.observations)
+                # An archived fact starts with a bracketed prefix: most facts have no bracket at all.
+                plain = not any(is_archived(content) for content in contents if "[" in content)
+                if plain and len(contents) in shared:
+                    created.append(Entity(entity.name, entity.entity_type, tuple(contents), shared[len(contents)]))
+                    continue
                 fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now))
-                texts = [NewObservation(content) for content in distinct(entity.observations)]
-                created.append(with_records(fresh, *new_records(texts, now)))
+                made = with_records(fresh, *new_records([NewObservation(content) for content in contents], now))
+                if plain:
+                    shared[len(contents)] = made.extra
+                created.append(made)
             self.store.insert_entities(created)
         return CreatedEntities(tuple(created), tuple(distinct(skipped)))
 

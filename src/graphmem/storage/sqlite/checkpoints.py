@@ -9,7 +9,10 @@ connection of its own, while the next calls run.
 
 The same goes for merging the full-text indexes' segments (migration 0014): each write adds
 one small segment per index and leaves the merging to this thread, which does it in short
-transactions of its own once the writes have settled, before the checkpoint.
+transactions of its own once the writes have settled, before the checkpoint. And for indexing
+the texts the writes left pending (migration 0015, pending.py), done first, in the same way:
+never while calls keep writing, so a step never makes a call wait (a writer waiting for the
+lock backs off in sleeps of up to 100 ms: one call waited 155 ms while this thread indexed).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 from contextlib import suppress
+
+from graphmem.storage.sqlite.pending import index_step
 
 __all__ = ["FALLBACK_PAGES", "TEXT_INDEXES", "Checkpointer", "merge_step", "merge_text_indexes"]
 
@@ -121,16 +126,17 @@ class Checkpointer:
                         # close() may have set "due" just before the clear above erased it:
                         # it sets "stopping" first, so this sees it, and no wait is left to hang.
                         return
-                    self._merge(conn)
+                    self._index_and_merge(conn)
                     # PASSIVE never waits for, nor blocks, a reader or the writer: what it
                     # cannot copy now, the next request copies.
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             finally:
                 conn.close()
 
-    def _merge(self, conn: sqlite3.Connection) -> None:
-        """Merge the text indexes a step at a time while nobody writes: a step holds the write
-        lock, and a call that finds it taken waits or, in a second transaction, fails."""
+    def _index_and_merge(self, conn: sqlite3.Connection) -> None:
+        """Index the texts the writes left pending (pending.py), then merge the text indexes,
+        a step at a time while nobody writes: a step holds the write lock, and a call that
+        finds it taken waits or, in a second transaction, fails."""
         (seen,) = conn.execute("PRAGMA data_version").fetchone()
         while True:
             if self._stopping.wait(_MERGE_PAUSE_SECONDS) or self._due.is_set():
@@ -144,10 +150,10 @@ class Checkpointer:
                 # A step that finds the write lock taken gives way at once rather than wait:
                 # a close() that joins this thread must not wait out another writer's lock.
                 conn.execute(f"PRAGMA busy_timeout = {_MERGE_LOCK_WAIT_MS}")
-                if not merge_text_indexes(conn):
+                if not index_step(conn) and not merge_text_indexes(conn):
                     return
             except sqlite3.OperationalError:
-                # Busy past the timeout, or a memory from before migration 0014 opened by
-                # another graphmem: the merging waits for the next settled write.
+                # Busy past the timeout, or a memory from before migration 0015 opened by
+                # another graphmem: the indexing and merging wait for the next settled write.
                 return
             (seen,) = conn.execute("PRAGMA data_version").fetchone()

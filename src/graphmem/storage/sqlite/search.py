@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
+from operator import itemgetter
 from typing import Any
 
 from graphmem.storage.base import (
     FieldHits,
 )
 from graphmem.storage.sqlite import ranking as sqlite_ranking
+from graphmem.storage.sqlite.pending import has_pending_text, has_stale_words, refresh_words
 from graphmem.storage.sqlite.ranking import term_query
 from graphmem.storage.sqlite.reads import _Reads
-from graphmem.storage.sqlite.text import escaped_json, exact
 from graphmem.storage.sqlite.trigrams import TrigramSamples, narrow_query
 from graphmem.storage.words import (
     RANKED_AT_MOST,
@@ -34,22 +36,6 @@ _TRIGRAM = 3
 
 
 _WALK_CHUNK = 128
-
-
-# An entity's word-index document: name, aliases (text items of extra's `aliases`, a
-# list or a single string), type, and its observations in order, one per line.
-_REBUILD_DOCUMENTS = f"""
-INSERT INTO entity_words (rowid, name, aliases, entity_type, observations)
-SELECT e.id, e.name,
-    CASE WHEN json_valid(e.extra) THEN coalesce(
-        (SELECT group_concat({exact("value")}, char(10))
-            FROM json_each({escaped_json("e.extra")}, '$.aliases') WHERE type = 'text'), ''
-    ) ELSE '' END,
-    e.entity_type,
-    coalesce((SELECT group_concat(content, char(10)) FROM
-        (SELECT content FROM observations AS o WHERE o.entity_id = e.id ORDER BY o.id)), '')
-FROM entities AS e WHERE e.id IN (SELECT entity_id FROM entity_words_stale)
-"""
 
 
 def _fts_query(terms: Sequence[Term]) -> str | None:
@@ -99,11 +85,15 @@ class _OfficialQuery:
     """One query for the ids of entities containing a needle (the official match)."""
 
     sql: str
+    """Rows (entity id, the row's place in the walk) of the matches."""
     params: dict[str, Any]
     newest_first: str
     """The ORDER BY that walks the rows newest first, cheaply (a rowid, walked backwards)."""
     in_names: bool
     """It looks in names and types (else in observations)."""
+    pending: str | None = None
+    """The same match over the rows not yet in the trigram index it reads (migration 0015),
+    as the same rows, newest first; None when it reads no trigram index."""
 
 
 def _official_queries(
@@ -123,8 +113,11 @@ def _official_queries(
         params: dict[str, Any] = {"needle": needle, "type": search.entity_type}
         if not needle:
             # Every text contains the empty string.
-            queries.append(_OfficialQuery("SELECT e.id FROM entities AS e WHERE 1" + of_type, params, "e.id", True))
+            queries.append(
+                _OfficialQuery("SELECT e.id, e.id FROM entities AS e WHERE 1" + of_type, params, "e.id", True)
+            )
             continue
+        pending_entities = pending_observations = None
         word = _word_inside(needle)
         if word is not None and not selective(word):
             word = None  # a word in many entities ("0" in every tag): the trigrams narrow better
@@ -141,6 +134,19 @@ def _official_queries(
                 f"{join_entity} WHERE observation_text MATCH :phrase AND"
             )
             observations_newest = "observation_text.rowid"
+            # What the trigram index does not hold yet, read whole: a few recent rows. CROSS
+            # JOIN: SQLite, knowing nothing of the pending table's size, would otherwise scan
+            # every row of the big one and look each up in it (70 ms at 40,000 entities).
+            pending_entities = (
+                "SELECT e.id, e.id FROM entity_text_pending AS p CROSS JOIN entities AS e ON e.id = p.id"
+                " WHERE (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)"
+                f"{of_type} ORDER BY p.id DESC"
+            )
+            pending_observations = (
+                "SELECT o.entity_id, o.id FROM observation_text_pending AS p"
+                " CROSS JOIN observations AS o ON o.id = p.id"
+                f"{join_entity} WHERE instr(o.content_lc, :needle) > 0{of_type} ORDER BY p.id DESC"
+            )
         elif word is None:
             entities, entities_newest = "entities AS e WHERE", "e.id"
             observations, observations_newest = f"observations AS o{join_entity} WHERE", "o.id"
@@ -161,19 +167,22 @@ def _official_queries(
             observations_newest = "o.id"
         queries.append(
             _OfficialQuery(
-                f"SELECT e.id FROM {entities} (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)"
-                + of_type,
+                f"SELECT e.id, {entities_newest} FROM {entities}"
+                f" (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0){of_type}",
                 params,
                 entities_newest,
                 True,
+                pending_entities,
             )
         )
         queries.append(
             _OfficialQuery(
-                f"SELECT o.entity_id FROM {observations} instr(o.content_lc, :needle) > 0" + of_type,
+                f"SELECT o.entity_id, {observations_newest} FROM {observations} instr(o.content_lc, :needle) > 0"
+                + of_type,
                 params,
                 observations_newest,
                 False,
+                pending_observations,
             )
         )
     return queries
@@ -209,6 +218,8 @@ class _Search(_Reads):
                 " WHERE observation_text MATCH ?2 AND instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
                 (needle, narrow_query(self._conn, self._trigram_samples, "observation_text", needle)),
             ).fetchall()
+            entity_rows += self._pending_entity_rows(needle)
+            observation_rows = self._with_pending_observations(needle, observation_rows)
         else:
             entity_rows = self._conn.execute(
                 "SELECT name, instr(name_lc, ?1) > 0, instr(type_lc, ?1) > 0, id FROM entities"
@@ -231,6 +242,32 @@ class _Search(_Reads):
             else:
                 hits[name] = FieldHits(previous.in_name, previous.in_type, count, entity_id)
         return hits
+
+    def _pending_entity_rows(self, needle: str) -> list[tuple[str, int, int, int]]:
+        """`find_text`'s entity rows among the entities not yet in the trigram index."""
+        if not has_pending_text(self._conn, "entity_text"):
+            return []
+        return self._conn.execute(
+            "SELECT e.name, instr(e.name_lc, ?1) > 0, instr(e.type_lc, ?1) > 0, e.id"
+            " FROM entity_text_pending AS p CROSS JOIN entities AS e ON e.id = p.id"
+            " WHERE instr(e.name_lc, ?1) > 0 OR instr(e.type_lc, ?1) > 0",
+            (needle,),
+        ).fetchall()
+
+    def _with_pending_observations(self, needle: str, rows: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+        """`find_text`'s observation rows (name, matching facts, id) with the facts not yet in
+        the trigram index counted too."""
+        if not has_pending_text(self._conn, "observation_text"):
+            return rows
+        counts = {entity_id: (name, count) for name, count, entity_id in rows}
+        for name, count, entity_id in self._conn.execute(
+            "SELECT e.name, count(*), e.id FROM observation_text_pending AS p"
+            " CROSS JOIN observations AS o ON o.id = p.id JOIN entities AS e ON e.id = o.entity_id"
+            " WHERE instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
+            (needle,),
+        ):
+            counts[entity_id] = (name, counts.get(entity_id, (name, 0))[1] + count)
+        return [(name, count, entity_id) for entity_id, (name, count) in counts.items()]
 
     def search_entities(self, search: WordSearch) -> SearchResult:
         if self._writing:
@@ -368,7 +405,13 @@ class _Search(_Reads):
         return self._term_counts.count(self._conn, term, at_most)
 
     def _selective_word(self, word: Term) -> bool:
-        """Whether at most `_WORD_CANDIDATES` entities hold `word` (counted once per index state)."""
+        """Whether at most `_WORD_CANDIDATES` entities hold `word` (counted once per index state).
+
+        Never while some entity's word document is out of date (a reader that could not
+        bring the index up to date, see `SQLiteStore.read`): the index could miss it.
+        """
+        if has_stale_words(self._conn):
+            return False
         return self._count_term(word, _WORD_CANDIDATES + 1) <= _WORD_CANDIDATES
 
     def _official_ids(self, search: WordSearch, cap: int) -> tuple[list[int], bool]:
@@ -391,13 +434,24 @@ class _Search(_Reads):
         for official in _newest_first(queries):
             if reach is not None and len(found) >= reach:
                 break
+            pending = (
+                self._conn.execute(official.pending, official.params).fetchall() if official.pending is not None else []
+            )
             cursor = self._conn.execute(f"{official.sql} ORDER BY {official.newest_first} DESC", official.params)
             try:
-                while (reach is None or len(found) < reach) and (chunk := cursor.fetchmany(_WALK_CHUNK)):
-                    for (entity_id,) in chunk:
+                # Both are newest first: merged, they are the walk the index would give.
+                chunks = (
+                    iter(partial(cursor.fetchmany, _WALK_CHUNK), [])
+                    if not pending
+                    else [heapq.merge(pending, cursor, key=itemgetter(1), reverse=True)]
+                )
+                for chunk in chunks:
+                    for entity_id, _ in chunk:
                         found[entity_id] = None
                         if reach is not None and len(found) >= reach:
                             break
+                    if reach is not None and len(found) >= reach:
+                        break
             finally:
                 cursor.close()
         return list(found)
@@ -431,8 +485,5 @@ class _Search(_Reads):
 
     def _refresh_word_index(self) -> None:
         """Rebuild the word-index documents of the entities the triggers marked as changed."""
-        if not self._conn.execute("SELECT EXISTS (SELECT 1 FROM entity_words_stale)").fetchone()[0]:
-            return
-        self._conn.execute("DELETE FROM entity_words WHERE rowid IN (SELECT entity_id FROM entity_words_stale)")
-        self._conn.execute(_REBUILD_DOCUMENTS)
-        self._conn.execute("DELETE FROM entity_words_stale")
+        if has_stale_words(self._conn):
+            refresh_words(self._conn)

@@ -27,6 +27,7 @@ from graphmem.storage.base import (
 )
 from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer, merge_step
+from graphmem.storage.sqlite.pending import TEXT_LIMIT, WORDS_LIMIT, has_stale_words, index_pending, more_pending_than
 from graphmem.storage.sqlite.schema import (
     SCHEMA_VERSION,
     _connect_read_only,
@@ -135,6 +136,11 @@ _BULK_CATCH_UP = {
 }
 
 
+# How long a read waits for another writer's lock to bring the word index up to date
+# before it reads without (see SQLiteStore._catch_up_words).
+_CATCH_UP_LOCK_WAIT_MS = 100
+
+
 # Pages of merge work per index per step at the end of a bulk insert: the import holds the
 # write lock anyway, so large steps.
 _BULK_MERGE_PAGES = 2_000
@@ -177,6 +183,7 @@ class SQLiteStore(_Writes, _Search, _Vectors):
         self._official = None
         """The last official_graph answer of a small memory, and the state it was read in."""
         self._depth = 0
+        self._read_only = read_only
         self._writing = False
         self._bulk = False
 
@@ -235,6 +242,8 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                     self._depth -= 1
                 return
             with map_backend_errors():
+                if begin != _BEGIN_WRITE and not self._read_only:
+                    self._catch_up_words()
                 self._conn.execute(begin)
                 if begin == _BEGIN_WRITE:
                     self._conn.execute(_LOAD_SCHEMA).fetchall()
@@ -243,7 +252,9 @@ class SQLiteStore(_Writes, _Search, _Vectors):
             try:
                 with map_driver_errors():
                     yield
-                    if self._writing:
+                    if self._writing and more_pending_than(self._conn, TEXT_LIMIT, WORDS_LIMIT):
+                        # A flood of writes the background thread found no pause in.
+                        index_pending(self._conn)
                         self._refresh_word_index()
             except BaseException:
                 self._depth, self._writing = 0, False
@@ -262,6 +273,39 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                 raise
             if wrote and self._checkpointer is not None:
                 self._checkpointer.request()
+
+    def _catch_up_words(self) -> None:
+        """Before a read: rebuild the word documents the writes left for the background thread,
+        if it has not yet, so that the read ranks every entity as it now is.
+
+        A short write transaction of its own, committed without an fsync: it only derives
+        the index from rows already durable, and if it is lost the marks are lost with it,
+        so the next read does it again. If another writer holds the lock past a moment, the
+        read goes on without it (the searches then narrow by trigrams, never by the words).
+        """
+        if not has_stale_words(self._conn):
+            return
+        (waited,) = self._conn.execute("PRAGMA busy_timeout").fetchone()
+        self._conn.execute(f"PRAGMA busy_timeout = {_CATCH_UP_LOCK_WAIT_MS}")
+        # Set outside a transaction (SQLite refuses it inside one), and back to FULL after.
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            try:
+                self._conn.execute(_BEGIN_WRITE)
+            except sqlite3.OperationalError:
+                return  # busy (or a file this process may not write): read as it is
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout = {waited}")
+            try:
+                self._conn.execute(_LOAD_SCHEMA).fetchall()
+                self._refresh_word_index()
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._roll_back()
+                raise
+        finally:
+            self._conn.execute("PRAGMA synchronous=FULL")
+        self._term_counts.forget()
 
     def _roll_back(self) -> None:
         # A statement stopped by the time limit has already rolled its transaction back
@@ -305,11 +349,20 @@ class SQLiteStore(_Writes, _Search, _Vectors):
             for name, sql in definitions:
                 self._conn.execute(_BULK_CATCH_UP[name], marks)
                 self._conn.execute(sql)
+            # Everything indexed before the merge below, rather than left for later.
+            index_pending(self._conn)
+            self._refresh_word_index()
             # The text indexes' segments are merged before the import commits, as FTS5's
             # automerge did before migration 0014: an imported memory may be served for a
             # long time without the write that would start the background merging.
             while merge_step(self._conn, _BULK_MERGE_PAGES):
                 pass
+
+    def index_pending_texts(self) -> None:
+        """Index now every text the writes left for the background thread (see pending.py)."""
+        with self.write():
+            index_pending(self._conn)
+            self._refresh_word_index()
 
     def close(self) -> None:
         with self._lock:
@@ -328,6 +381,7 @@ class SQLiteStore(_Writes, _Search, _Vectors):
         with self._lock, map_backend_errors():
             if self._depth:
                 raise RuntimeError("compact() cannot run inside a transaction.")
+            self.index_pending_texts()
             # Merge each full-text index's segments, rewrite the file without free pages,
             # then empty the write-ahead log into it.
             for table in ("entity_words", "entity_text", "observation_text"):

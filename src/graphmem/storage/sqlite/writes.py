@@ -31,13 +31,22 @@ class _Writes(_Reads):
         # entities; 9 ms in one statement each). Issue 17, item 2.
         if not entities:
             return
+        # Entities of one batch often share one extra (the graph builds it once per shape):
+        # written as JSON once each.
+        extras: dict[int, str | None] = {}
+
+        def extra_json(extra: dict[str, Any] | None) -> str | None:
+            if id(extra) not in extras:
+                extras[id(extra)] = _extra_json(extra)
+            return extras[id(extra)]
+
         rows = keys_json(
             (
                 entity.name,
                 entity.entity_type,
                 entity.name.lower(),
                 entity.entity_type.lower(),
-                _extra_json(entity.extra),
+                extra_json(entity.extra),
             )
             for entity in entities
         )

@@ -255,7 +255,9 @@ def build_index(
         if entries < approximate_from:
             _publish(conn, location, token, None, covered)
             return True
-        centroids = train_centroids(_sample(conn, covered, sample_size(entries)), list_count(entries))
+        centroids = train_centroids(
+            _sample(conn, covered, sample_size(entries)), list_count(entries), lambda: not stopping.is_set()
+        )
         writer = IvfWriter(Path(location).parent, centroids, _DIMENSIONS // 64)
         try:
             last, renewed = 0, time.monotonic()

@@ -60,6 +60,7 @@ _CHUNK = 50_000
 
 _BUSY_TIMEOUT_SECONDS = 60.0
 
+# The vectors' length when none can be read to tell (the model's: all-MiniLM-L6-v2's 384).
 _DIMENSIONS = 384
 
 
@@ -243,6 +244,8 @@ def build_index(
     """Build the approximate index of the memory at `location` and name it in `vector_index` (or
     name none, if it has fewer than `approximate_from` vectors); False if another build was
     under way, or `stopping` was set. Files of earlier indexes are removed."""
+    import numpy as np
+
     from graphmem.storage.ivf import IvfWriter, list_count, sample_size, train_centroids
 
     stopping = stopping or threading.Event()
@@ -258,7 +261,8 @@ def build_index(
         centroids = train_centroids(
             _sample(conn, covered, sample_size(entries)), list_count(entries), lambda: not stopping.is_set()
         )
-        writer = IvfWriter(Path(location).parent, centroids, _DIMENSIONS // 64)
+        dimensions = centroids.shape[1]
+        writer = IvfWriter(Path(location).parent, centroids, dimensions // 64)
         try:
             last, renewed = 0, time.monotonic()
             while not stopping.is_set():
@@ -268,12 +272,10 @@ def build_index(
                 ).fetchall()
                 if not rows:
                     break
-                import numpy as np
-
                 writer.add(
                     np.array([row[0] for row in rows], dtype=np.int64),
                     np.frombuffer(b"".join(row[1] for row in rows), dtype=np.uint64).reshape(len(rows), -1),
-                    dequantize([row[2] for row in rows], _DIMENSIONS),
+                    dequantize([row[2] for row in rows], dimensions),
                 )
                 last = rows[-1][0]
                 if time.monotonic() - renewed > _LEASE_SECONDS / 5:
@@ -293,6 +295,10 @@ def build_index(
         return True
     except _Lost:
         return False
+    except BaseException:
+        # The claim goes with the build, so that the next search may start another.
+        _give_up(conn, token)
+        raise
     finally:
         conn.close()
 
@@ -309,7 +315,9 @@ def _sample(conn: sqlite3.Connection, covered: int, size: int) -> npt.NDArray[np
             row[0]
             for row in conn.execute(f"SELECT vector FROM vectors WHERE id IN ({', '.join('?' * len(part))})", part)
         )
-    vectors = dequantize(blobs[: max(size, 1)], _DIMENSIONS) if blobs else np.zeros((0, _DIMENSIONS), np.float32)
+    # A stored vector is its int8 values followed by a float32 scale.
+    dimensions = len(blobs[0]) - 4 if blobs else _DIMENSIONS
+    vectors = dequantize(blobs[:size], dimensions) if blobs else np.zeros((0, dimensions), np.float32)
     norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     sample: npt.NDArray[np.float32] = (vectors / norms).astype(np.float32)
     return sample

@@ -70,7 +70,7 @@ def list_count(entries: int) -> int:
 
 
 def nearest_codes(words: npt.NDArray[np.uint64], code: npt.NDArray[np.uint64], count: int) -> npt.NDArray[np.intp]:
-    """The positions of at least `count` codes (columns of `words`, one row per 64-bit word) whose
+    """The positions of the `count` codes (columns of `words`, one row per 64-bit word) whose
     bits differ least from `code`; all of them if there are fewer."""
     entries = words.shape[1]
     if count >= entries:
@@ -84,12 +84,15 @@ def nearest_codes(words: npt.NDArray[np.uint64], code: npt.NDArray[np.uint64], c
 
 
 def _within(distances: npt.NDArray[np.uint16], count: int) -> npt.NDArray[np.intp]:
-    """The positions of the smallest distances, at least `count` of them (all, if fewer): every
-    distance up to the one that reaches `count`. They are small integers: counting beats sorting."""
+    """The positions of the `count` smallest distances (all, if fewer). They are small integers:
+    counting them beats sorting."""
     if count >= len(distances):
         return np.arange(len(distances))
     within = int(np.searchsorted(np.cumsum(np.bincount(distances)), count))
-    return np.flatnonzero(distances <= within)
+    # Those at the last distance are many when the codes are many: only enough of them are
+    # kept, since each candidate is then read back from the file.
+    closer = np.flatnonzero(distances < within)
+    return np.concatenate((closer, np.flatnonzero(distances == within)[: count - len(closer)]))
 
 
 def sign_code(query: npt.NDArray[np.float32]) -> npt.NDArray[np.uint64]:
@@ -179,7 +182,7 @@ class IvfIndex:
         return len(self.ids)
 
     def candidates(self, query: npt.NDArray[np.float32], count: int) -> npt.NDArray[np.int64]:
-        """The ids of about `count` vectors of the lists closest to the (unit) query whose signs
+        """The ids of `count` vectors (or fewer) of the lists closest to the (unit) query whose signs
         differ least from its signs."""
         if not len(self.ids):
             return np.zeros(0, dtype=np.int64)

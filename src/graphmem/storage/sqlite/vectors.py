@@ -254,7 +254,12 @@ class _Vectors(_Reads):
 
     def _named(self, ranked: list[tuple[int, float]], limit: int, entity_type: str | None) -> list[NearEntity]:
         found: list[NearEntity] = []
-        for chunk in _chunks(ranked):
+        # Named a few at a time, the best first: most searches need the first `limit` only,
+        # and at a million entities naming all ~500 candidates' entities took 13 ms.
+        start, size = 0, max(2 * limit, 16)
+        while start < len(ranked):
+            chunk = ranked[start : start + size]
+            start, size = start + len(chunk), min(2 * size, _CHUNK)
             ids = [entity_id for entity_id, _ in chunk]
             names = {
                 entity_id: (name, kind)

@@ -45,7 +45,7 @@ _HEADER_BYTES = 4096
 
 # The share of all vectors a query's Hamming pass reads in the lists closest to it. On 94,000
 # real vectors of made-up-word facts, 4% kept 0.67 of the true ten nearest, 8% 0.75, 16% 0.81
-# (the exact pass: 0.88); at 6.5 million, 8% is about 15 ms (`benchmarks/vector_index.py`).
+# (the exact pass: 0.88); at 6.5 million, 8% takes about 20 ms (`benchmarks/vector_index.py`).
 _PROBED = 0.08
 # Fewest lists probed: on a small index a few lists are most of it anyway.
 _FEWEST_PROBES = 8

@@ -3,7 +3,8 @@
     python -m benchmarks.meaning --memory /tmp/zipf-40k.db            # a memory made by benchmarks.zipf_memory
     python -m benchmarks.meaning --memory /tmp/zipf-40k.db --repeats 50
 
-On the memory given (copied first, so it is left as it was), with search by meaning on and off:
+On the memory given (copied first with its approximate index, if it has one, so it is left as it
+was), with search by meaning on and off:
 
 - `search_nodes` median and p95 per kind of query (those of benchmarks.search_scale) in
   `hybrid` and `lexical` mode, query embedding included, with how many texts were embedded;
@@ -33,6 +34,7 @@ from typing import Any
 
 from benchmarks.client import PipeClient
 from benchmarks.search_scale import draw_queries
+from benchmarks.vector_index import copy_index
 
 _PLAIN = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "search" / "meaning.json"
 
@@ -133,6 +135,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="graphmem-meaning-") as folder:
         memory = Path(folder) / "memory.db"
         shutil.copyfile(args.memory, memory)
+        copy_index(args.memory, memory)  # an approximate index, if the memory has one
         queries = draw_queries(memory, args.repeats + 1)
         # Questions in plain English (the evaluation set's): made-up words of the drawn ones
         # split into many word pieces, which the model takes longer to embed.

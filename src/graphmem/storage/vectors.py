@@ -11,16 +11,16 @@ vector in int8 with its scale (388 bytes). A process keeps only the sign bits in
 hundred are read back in int8 from the file and scored exactly, and an entity scores as
 its best text. At 260,000 texts (40,000 entities with 220,000 observations) that is
 12.5 MB of memory where float32 vectors would take 400 MB, and the first pass takes a
-few milliseconds.
+few milliseconds. Past 300,000 texts an approximate index (`graphmem.storage.ivf`, kept
+in a file) takes over the first pass, and `BitIndex` holds only the vectors stored since
+it was built.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -178,23 +178,7 @@ class BitIndex:
         import numpy as np
 
         self._np = np
-        self.lock = threading.Lock()
-        """Held while the index is read or extended: connections on two threads share it."""
         self.clear()
-
-    _shared: ClassVar[weakref.WeakValueDictionary[str, BitIndex]] = weakref.WeakValueDictionary()
-    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
-
-    @classmethod
-    def of_file(cls, path: str) -> BitIndex:
-        """The index of one memory file, shared by every connection of this process to it (a
-        server's and its embedding worker's: the worker reads it in while the server serves).
-        It lives as long as a connection holds it."""
-        with cls._shared_lock:
-            index = cls._shared.get(path)
-            if index is None:
-                index = cls._shared[path] = cls()
-            return index
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -219,6 +203,14 @@ class BitIndex:
         else:
             self.ids, self.words = new_ids, numpy.ascontiguousarray(new_words)
         self.last_id = int(new_ids[-1])
+
+    def keep_after(self, last_id: int) -> None:
+        """Forget the entries up to `last_id` (an approximate index holds them now); the next
+        catch-up reads on from past it."""
+        kept = self._np.flatnonzero(self.ids > last_id)
+        self.ids, self.words = self.ids[kept], self._np.ascontiguousarray(self.words[:, kept])
+        self.last_id = max(self.last_id, last_id)
+        self.dead = 0
 
     def candidates(self, query: npt.NDArray[np.float32], count: int) -> npt.NDArray[np.int64]:
         """The ids of at least `count` vectors whose signs differ least from the query's (all, if fewer)."""

@@ -366,6 +366,7 @@ class SQLiteStore(_Writes, _Search, _Vectors):
 
     def close(self) -> None:
         with self._lock:
+            self._release_vector_index()
             if self._checkpointer is not None:
                 self._checkpointer.close()
             self._conn.close()

@@ -2,8 +2,9 @@
 
 The tables and the triggers that fill the queue are in migration 0013. Texts are handed
 out with a claim that expires (`vectors_stale.claimed_until`), so several processes on one
-file share the work and a claim whose process died is taken up again. The in-memory
-`BitIndex` is this connection's own and catches up with every process's vectors by id.
+file share the work and a claim whose process died is taken up again. The first pass of a
+search (`VectorIndex`: exact, or an approximate index past 300,000 vectors) is shared by
+this process's connections to the file and catches up with every process's vectors by id.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from graphmem.storage.sqlite.reads import _Reads
+from graphmem.storage.sqlite.vector_index import VectorIndex, build_index
 from graphmem.storage.vectors import (
     ENTITY_TEXT,
     OBSERVATION_TEXT,
-    BitIndex,
     EmbeddedText,
     NearEntity,
     PendingText,
@@ -38,9 +39,6 @@ _CANDIDATES_PER_RESULT = 8
 _FEWEST_CANDIDATES = 400
 # With a type filter most candidates may be of other types: look at more.
 _CANDIDATES_OF_A_TYPE = 4000
-
-# Vectors read into the in-memory index at a time.
-_CATCH_UP_CHUNK = 50_000
 
 # SQLite 3.40 takes 32,766 parameters in a statement; chunks of this many stay well below.
 _CHUNK = 900
@@ -70,8 +68,8 @@ class _Vectors(_Reads):
     """The `VectorStore` side of `SQLiteStore`."""
 
     supports_vectors = True
-    _bit_index: BitIndex | None = None
-    """The first-pass index, shared with this process's other connections to the file."""
+    _vector_index: VectorIndex | None = None
+    """The first pass, shared with this process's other connections to the file."""
 
     def claim_texts(self, limit: int, lease_seconds: float) -> list[PendingText]:
         now = time.time()
@@ -212,9 +210,9 @@ class _Vectors(_Reads):
             self._conn.execute(
                 f"INSERT INTO vectors_stale (kind, row_id) SELECT {OBSERVATION_TEXT}, id FROM observations"
             )
-        index = self._shared_index()
-        with index.lock:
-            index.clear()
+            # The approximate index listed the dropped vectors: none is used until the next build.
+            self._conn.execute("DELETE FROM vector_index")
+        self._shared_index().clear()
 
     def nearest_entities(
         self, query: npt.NDArray[np.float32], model: str, limit: int, entity_type: str | None = None
@@ -226,8 +224,8 @@ class _Vectors(_Reads):
                 return []
             index = self._caught_up_index()
             wanted = _CANDIDATES_OF_A_TYPE if entity_type is not None else _CANDIDATES_PER_RESULT * limit
-            with index.lock:
-                candidates = index.candidates(query, max(wanted, _FEWEST_CANDIDATES)).tolist()
+            approximate, exact = index.candidates(query, max(wanted, _FEWEST_CANDIDATES))
+            candidates = list(dict.fromkeys(approximate + exact))
             rows: list[tuple[int, int, bytes]] = []
             for chunk in _chunks(candidates):
                 rows.extend(
@@ -236,12 +234,14 @@ class _Vectors(_Reads):
                         tuple(chunk),
                     )
                 )
-            # Vectors deleted since they were read into the index (their texts were deleted or
-            # changed) are not found; once they are a quarter of it, it is read anew.
-            with index.lock:
-                index.dead += len(candidates) - len(rows)
-                if index.dead * 4 > len(index):
-                    index.clear()
+            # Vectors deleted since they were indexed (their texts were deleted or changed)
+            # are not found: counted, so that the index is rebuilt when they grow many.
+            found = {row[0] for row in rows}
+            index.note_missing(
+                len(approximate),
+                sum(1 for item in approximate if item not in found),
+                sum(1 for item in exact if item not in found),
+            )
             if not rows:
                 return []
             scores = dequantize([row[2] for row in rows], len(query)) @ query.astype(np.float32)
@@ -254,10 +254,12 @@ class _Vectors(_Reads):
 
     def _named(self, ranked: list[tuple[int, float]], limit: int, entity_type: str | None) -> list[NearEntity]:
         found: list[NearEntity] = []
-        # Nearly every ranked entity still exists and is of any type: a first look-up of a few
-        # more than the limit names the answer; the rest are read only if some were not found.
-        first = len(ranked) if entity_type is not None else min(len(ranked), limit + limit // 2 + 1)
-        for chunk in (*_chunks(ranked[:first]), *_chunks(ranked[first:])):
+        # Named a few at a time, the best first: most searches need the first `limit` only,
+        # and at a million entities naming all ~500 candidates' entities took 13 ms.
+        start, size = 0, max(2 * limit, 16)
+        while start < len(ranked):
+            chunk = ranked[start : start + size]
+            start, size = start + len(chunk), min(2 * size, _CHUNK)
             ids = [entity_id for entity_id, _ in chunk]
             names = {
                 entity_id: (name, kind)
@@ -277,24 +279,37 @@ class _Vectors(_Reads):
         with self.read():  # type: ignore[attr-defined]
             return len(self._caught_up_index())
 
-    def _shared_index(self) -> BitIndex:
-        # Held here: the process-wide registry keeps an index only while a connection holds it.
-        held = self._bit_index
+    def rebuild_vector_index(self) -> bool:
+        """Build the approximate index now, on this thread (when it is due, a search starts a
+        build in the background by itself); False if another build is under way or the
+        memory has no file. A memory with fewer vectors than `APPROXIMATE_FROM` gets none."""
+        index = self._shared_index()
+        if index.location is None:
+            return False
+        return build_index(index.location, approximate_from=index.approximate_from)
+
+    def wait_for_vector_index(self, seconds: float) -> bool:
+        """Wait up to `seconds` for a build of the approximate index that a search of this process
+        started in the background; True when none is under way."""
+        return self._shared_index().wait_for_build(seconds)
+
+    def _shared_index(self) -> VectorIndex:
+        held = self._vector_index
         if held is None:
-            key = f":memory:{id(self)}" if self.location == ":memory:" else os.path.realpath(self.location)
-            held = self._bit_index = BitIndex.of_file(key)
+            in_memory = self.location == ":memory:"
+            key = f":memory:{id(self)}" if in_memory else os.path.realpath(self.location)
+            held = self._vector_index = VectorIndex.attach(key, None if in_memory else key)
+            self._vector_index_key = key
         return held
 
-    def _caught_up_index(self) -> BitIndex:
-        """The first-pass index with every vector committed so far (read in chunks, so a
-        connection that searches meanwhile waits for one chunk at most)."""
+    def _release_vector_index(self) -> None:
+        """Let go of the shared first pass (the last connection to let go stops its build)."""
+        if self._vector_index is not None:
+            self._vector_index = None
+            VectorIndex.detach(self._vector_index_key)
+
+    def _caught_up_index(self) -> VectorIndex:
+        """The first pass with every vector committed so far (read inside the caller's transaction)."""
         index = self._shared_index()
-        while True:
-            with index.lock:
-                rows = self._conn.execute(
-                    "SELECT id, code FROM vectors WHERE id > ? ORDER BY id LIMIT ?", (index.last_id, _CATCH_UP_CHUNK)
-                ).fetchall()
-                if rows:
-                    index.append([row[0] for row in rows], [row[1] for row in rows])
-            if len(rows) < _CATCH_UP_CHUNK:
-                return index
+        index.catch_up(self._conn)
+        return index

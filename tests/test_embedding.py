@@ -139,3 +139,29 @@ def test_importing_graphmem_embedding_imports_neither_numpy_nor_tokenizers():
     code = "import sys, graphmem.embedding; print(sorted({'numpy', 'tokenizers'} & set(sys.modules)))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process's mappings from /proc")
+def test_embedding_many_different_words_keeps_the_word_table_out_of_the_process_memory():
+    # In a process of its own, so that its mappings are only the model's. Every one of the
+    # word table's 30,522 rows is asked for: mapped, all 47 MB would count as the process's.
+    script = """
+import numpy as np
+from pathlib import Path
+from graphmem.embedding import load_embedder
+embedder = load_embedder()
+vocabulary = embedder._tokenizer.get_vocab()
+words = [word for word in vocabulary if word.isalpha()]
+embedder.embed([" ".join(words[start:start + 100]) for start in range(0, len(words), 100)])
+resident, inside = 0, False
+for line in Path("/proc/self/smaps").read_text().splitlines():
+    if "-" in line.split()[0] and not line.endswith(":"):
+        inside = line.endswith("model.safetensors")
+    elif inside and line.startswith("Rss:"):
+        resident += int(line.split()[1])
+print(resident)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    resident_kib = int(result.stdout.strip())
+    # The small position and type tables may be mapped (under 1 MB); the word table is read.
+    assert resident_kib < 4 * 1024, f"{resident_kib} KiB of the model file are resident in the process"

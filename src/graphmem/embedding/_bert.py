@@ -9,7 +9,7 @@ sentence, pads, and only within groups of sentences of similar length.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +83,13 @@ class _Layer:
 class Bert:
     """The encoder: token ids in, one contextual vector per token out."""
 
-    def __init__(self, tensors: dict[str, npt.NDArray[Any]], config: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        tensors: dict[str, npt.NDArray[Any]],
+        config: dict[str, Any],
+        word_rows: Callable[[Ints], Floats] | None = None,
+    ) -> None:
+        """`word_rows` reads rows of the word-embedding table (by default, from `tensors`)."""
         # config.json is pinned by its digest: hidden_act "gelu", absolute positions, 12 heads of 32.
         self.hidden = int(config["hidden_size"])
         self.heads = int(config["num_attention_heads"])
@@ -101,7 +107,8 @@ class Bert:
         def norm(prefix: str) -> tuple[Floats, Floats]:
             return tensors[f"{prefix}.weight"], tensors[f"{prefix}.bias"]
 
-        self.word_embeddings: Floats = tensors["embeddings.word_embeddings.weight"]
+        words: Floats = tensors["embeddings.word_embeddings.weight"]
+        self.word_rows: Callable[[Ints], Floats] = word_rows or words.__getitem__
         self.position_embeddings: Floats = tensors["embeddings.position_embeddings.weight"]
         # Every token is of type 0: one sentence per input.
         self.type_embedding: Floats = tensors["embeddings.token_type_embeddings.weight"][0]
@@ -122,7 +129,7 @@ class Bert:
 
     def encode(self, batch: Packed) -> Floats:
         """The last hidden state of every token of `batch`, shape (tokens, hidden), packed like its ids."""
-        x = self.word_embeddings[batch.ids] + self.position_embeddings[batch.positions]
+        x = self.word_rows(batch.ids) + self.position_embeddings[batch.positions]
         x += self.type_embedding
         x = self._layer_norm(x, self.embedding_norm)
         for layer in self.layers:

@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 
 from graphmem.embedding._bert import Bert, Packed
 from graphmem.embedding._folder import MODEL_NAME, TRUSTED_SHA256, ModelFolder, find_model_folder
-from graphmem.embedding._weights import load_tensors
+from graphmem.embedding._weights import FileRows, load_tensors
 
 __all__ = ["Embedder", "open_embedder"]
 
@@ -57,9 +57,11 @@ class Embedder:
         self.fingerprint = f"{MODEL_NAME}/{TRUSTED_SHA256['model.safetensors'][:8]}"
         self.max_tokens = int(sentence_config["max_seq_length"])
         # The encoder layers' weights are copied into a faster layout (see Bert), so they are read
-        # rather than mapped; the embedding tables stay mapped.
-        tensors = load_tensors(folder.file("model.safetensors"), read=lambda name: name.startswith("encoder."))
-        self._bert = Bert(tensors, config)
+        # rather than mapped; the word table is read a few rows at a time (see FileRows), and the
+        # small position and type tables stay mapped.
+        weights = folder.file("model.safetensors")
+        tensors = load_tensors(weights, read=lambda name: name.startswith("encoder."))
+        self._bert = Bert(tensors, config, FileRows(weights, "embeddings.word_embeddings.weight").take)
         self.dimensions = self._bert.hidden
         self._tokenizer = Tokenizer.from_file(str(folder.file("tokenizer.json")))
         # tokenizer.json itself pads to 128 and cuts at 128; the model is used at max_seq_length.

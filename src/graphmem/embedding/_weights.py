@@ -1,11 +1,11 @@
-"""Tensors of a .safetensors file, mapped read-only, or read where the caller asks.
+"""Tensors of a .safetensors file: mapped read-only, read into memory, or read by the row.
 
 The format is an 8-byte little-endian header length, a JSON header naming each tensor's dtype,
-shape and byte range, then the raw bytes. Mapping the file (rather than loading it) means the
-pages are the page cache's: several graphmem processes share them, and of the 30522 x 384
-word-embedding table only the rows of words actually seen are ever read from disk. A tensor the
-caller will rearrange anyway (a layer's weights, transposed once for speed) is read instead, so
-that its pages never enter the process's mapping and are not counted twice.
+shape and byte range, then the raw bytes. A small tensor is mapped (its pages are the page
+cache's, shared by every graphmem process). A tensor the caller rearranges anyway (a layer's
+weights, transposed once for speed) is read, so that its pages never enter the process's
+mapping and are not counted twice. The 30522 x 384 word-embedding table, of which a text needs
+a few rows, is read a few rows at a time (`FileRows`).
 """
 
 from __future__ import annotations

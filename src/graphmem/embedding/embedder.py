@@ -39,7 +39,8 @@ _SHARED_FROM = 8
 
 
 class Embedder:
-    """all-MiniLM-L6-v2, run in numpy; use one from one thread at a time.
+    """all-MiniLM-L6-v2, run in numpy; several threads may embed at once (a server's worker
+    embeds batches while its searches embed queries).
 
     Attributes:
         name: the model's name.

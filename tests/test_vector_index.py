@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -167,6 +168,14 @@ def test_a_large_memory_is_indexed_in_the_background_and_searched_exactly_meanwh
     assert _nearest(memory, "Who is allergic to peanuts?", 1)[0] in _exactly_nearest(
         memory, "Who is allergic to peanuts?"
     )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits")
+def test_the_index_file_is_readable_by_its_owner_only_like_the_memory(memory: KnowledgeGraph, path: Path):
+    # Its sign bits are derived from the memory's texts: as private as the memory itself.
+    assert _store(memory).rebuild_vector_index()
+    [index] = _index_files(path)
+    assert index.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_lost_index_is_searched_exactly_then_built_again(memory: KnowledgeGraph, path: Path, model: Embedder):

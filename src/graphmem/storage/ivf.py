@@ -297,7 +297,9 @@ class IvfWriter:
         )
         partial = path.with_name(path.name + ".partial")
         try:
-            with partial.open("wb") as out:
+            # Owner-only, like the memory: the sign bits are derived from its texts.
+            descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+            with os.fdopen(descriptor, "wb") as out:
                 out.write(json.dumps(header).encode("utf-8").ljust(_HEADER_BYTES, b" "))
                 out.write(self.centroids.astype(np.float32).tobytes())
                 out.write(offsets.tobytes())

@@ -47,6 +47,20 @@ def test_a_batch_of_new_entities_leaves_indexing_and_merging_the_texts_out_of_th
     # segments: several times the pages of its own data, inside the call. Since migration
     # 0015 a call does not index its texts either: it records them as pending.
     path = tmp_path / "memory.db"
+    pages = _pages_of_twelve_batches(path)
+    side = sqlite3.connect(path, isolation_level=None)
+    # Every call writes about what the others write (its rows, their index entries and its
+    # pending records), never the earlier calls' segments again: with automerge the tenth
+    # wrote 263 pages where the others wrote 74 to 120.
+    assert max(pages) < 1.5 * statistics.median(pages), pages
+    assert _segments(path) == dict.fromkeys(_TABLES, 0)
+    assert _pending(side) == (1200, 3600, 1200)
+    side.close()
+
+
+def _pages_of_twelve_batches(path: Path) -> list[int]:
+    """The pages each of twelve 100-entity `create_entities` calls committed, with no background
+    thread writing beside them; the memory is left closed."""
     store = SQLiteStore(path)
     store._checkpointer = None  # no background thread: only the calls write
     graph = KnowledgeGraph(store)
@@ -57,14 +71,9 @@ def test_a_batch_of_new_entities_leaves_indexing_and_merging_the_texts_out_of_th
         side.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         graph.create_entities(_batch(call))
         pages.append(side.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
-    # Every call writes about what the others write (its rows, their index entries and its
-    # pending records), never the earlier calls' segments again: with automerge the tenth
-    # wrote 263 pages where the others wrote 74 to 120.
-    assert max(pages) < 1.5 * statistics.median(pages), pages
-    assert _segments(path) == dict.fromkeys(_TABLES, 0)
-    assert _pending(side) == (1200, 3600, 1200)
     side.close()
     store.close()
+    return pages
 
 
 def _pending(conn: sqlite3.Connection) -> tuple[int, ...]:
@@ -79,18 +88,7 @@ def test_a_batch_write_commits_far_fewer_pages_than_when_it_indexed_its_texts(tm
     # Issue 17, item 2: the index entries of a 100-entity batch were most of the pages a
     # call committed (and of SQLite's work). Here the code before migration 0015 committed
     # 74 to 119 pages a call (median 107); since, 38 to 78 (median 71).
-    path = tmp_path / "memory.db"
-    store = SQLiteStore(path)
-    store._checkpointer = None
-    graph = KnowledgeGraph(store)
-    side = sqlite3.connect(path, isolation_level=None)
-    pages = []
-    for call in range(12):
-        side.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        graph.create_entities(_batch(call))
-        pages.append(side.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
-    side.close()
-    store.close()
+    pages = _pages_of_twelve_batches(tmp_path / "memory.db")
     assert statistics.median(pages) < 85, pages
 
 

@@ -254,8 +254,7 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                     yield
                     if self._writing and more_pending_than(self._conn, TEXT_LIMIT, WORDS_LIMIT):
                         # A flood of writes the background thread found no pause in.
-                        index_pending(self._conn)
-                        self._refresh_word_index()
+                        self._index_every_pending_text()
             except BaseException:
                 self._depth, self._writing = 0, False
                 self._roll_back()
@@ -350,8 +349,7 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                 self._conn.execute(_BULK_CATCH_UP[name], marks)
                 self._conn.execute(sql)
             # Everything indexed before the merge below, rather than left for later.
-            index_pending(self._conn)
-            self._refresh_word_index()
+            self._index_every_pending_text()
             # The text indexes' segments are merged before the import commits, as FTS5's
             # automerge did before migration 0014: an imported memory may be served for a
             # long time without the write that would start the background merging.
@@ -361,8 +359,12 @@ class SQLiteStore(_Writes, _Search, _Vectors):
     def index_pending_texts(self) -> None:
         """Index now every text the writes left for the background thread (see pending.py)."""
         with self.write():
-            index_pending(self._conn)
-            self._refresh_word_index()
+            self._index_every_pending_text()
+
+    def _index_every_pending_text(self) -> None:
+        """Inside a write transaction: the trigram indexes' pending rows and the stale word documents."""
+        index_pending(self._conn)
+        self._refresh_word_index()
 
     def close(self) -> None:
         with self._lock:

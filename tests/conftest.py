@@ -15,6 +15,7 @@ from graphmem.server import build_server
 from graphmem.storage import open_store
 from tests.helpers_clients import SLOW_TRANSPORTS, TRANSPORTS, Connect, SharedServers
 from tests.helpers_npm import download_notice
+from tests.helpers_postgres import PostgresServer, postgres_unavailable, running_postgres
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -76,3 +77,21 @@ async def served(
         servers = SharedServers(request.param, tmp_path_factory.mktemp("served"), tasks)
         yield servers
         servers.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throw-away PostgreSQL server per test process (see tests/helpers_postgres.py)."""
+    reason = postgres_unavailable()
+    if reason is not None:
+        pytest.skip(f"no PostgreSQL server can be had here: {reason}")
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of a new, empty database of the test's own, dropped after it."""
+    url = postgres_server.create_database()
+    yield url
+    postgres_server.drop_database(url)

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["EXTERNAL_URL_VARIABLE", "PostgresServer", "postgres_unavailable", "running_postgres"]
@@ -116,7 +117,7 @@ def _free_port() -> int:
         return port
 
 
-def _as_unprivileged() -> dict[str, int]:
+def _as_unprivileged() -> dict[str, Any]:
     """The `subprocess` arguments that run a binary as `nobody` when this process is root."""
     if os.geteuid() != 0:
         return {}
@@ -196,7 +197,7 @@ def running_postgres(settings: dict[str, str] | None = None) -> Iterator[Postgre
             ],
             check=True,
             capture_output=True,
-            **unprivileged,  # type: ignore[arg-type]
+            **unprivileged,
         )
         port = _free_port()
         options = {
@@ -219,7 +220,7 @@ def running_postgres(settings: dict[str, str] | None = None) -> Iterator[Postgre
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                **unprivileged,  # type: ignore[arg-type]
+                **unprivileged,
             )
         try:
             _wait_until_ready(port, process, log)

@@ -16,6 +16,7 @@ from graphmem.domain.maintenance import EntityUpdate, update_entities
 from graphmem.storage import Store, open_store
 from graphmem.transfer import TargetNotEmptyError, migrate
 
+
 def run(*args: object) -> Result:
     result = CliRunner().invoke(cli, ["--no-semantic", *[str(arg) for arg in args]])
     if result.exception is not None and not isinstance(result.exception, SystemExit):

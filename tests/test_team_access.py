@@ -14,7 +14,7 @@ import pytest
 from mcp.client.session import ClientSession
 
 from graphmem.transports.tcp import UNAUTHORIZED
-from tests.helpers_network import NetworkServer, network_server, tcp_client, tcp_session
+from tests.helpers_network import network_server, tcp_client, tcp_session
 from tests.helpers_stdio import entity
 from tests.test_durability import stored_graph
 from tests.test_http import ACCEPT, INITIALIZE, sdk_session
@@ -83,14 +83,14 @@ async def test_over_http_a_read_token_searches_but_cannot_write_and_the_write_to
 
 async def test_over_http_a_token_not_in_the_tokens_file_gets_401(tmp_path: Path):
     with anyio.fail_after(60):
-        async with network_server(tmp_path / "m.db", "--http", env=team_env(tmp_path)) as server:
-            async with httpx2.AsyncClient() as http:
-                wrong = await http.post(
-                    server.url, json=INITIALIZE, headers={**ACCEPT, "authorization": f"Bearer {ALICE[:-1]}x"}
-                )
-                right = await http.post(
-                    server.url, json=INITIALIZE, headers={**ACCEPT, "authorization": f"Bearer {CI}"}
-                )
+        async with (
+            network_server(tmp_path / "m.db", "--http", env=team_env(tmp_path)) as server,
+            httpx2.AsyncClient() as http,
+        ):
+            wrong = await http.post(
+                server.url, json=INITIALIZE, headers={**ACCEPT, "authorization": f"Bearer {ALICE[:-1]}x"}
+            )
+            right = await http.post(server.url, json=INITIALIZE, headers={**ACCEPT, "authorization": f"Bearer {CI}"})
     assert wrong.status_code == 401
     assert right.status_code == 200
 
@@ -113,7 +113,6 @@ async def test_over_tcp_a_read_token_cannot_write_and_the_write_token_is_recorde
 async def test_the_serve_flag_takes_the_tokens_file_too(tmp_path: Path):
     tokens = team_env(tmp_path)["GRAPHMEM_TOKENS_FILE"]
     with anyio.fail_after(60):
-        server: NetworkServer
         async with (
             network_server(tmp_path / "m.db", "--http", "--tokens-file", tokens) as server,
             sdk_session(server, CI) as ci,

@@ -505,6 +505,7 @@ def test_info_shows_the_names_and_access_of_the_tokens_and_never_a_token(tmp_pat
     assert by_env.stdout == by_flag.stdout
     assert "network access: one token (write, records no author)\n" in single.stdout
     assert not any(secret in result.stdout for secret in secrets for result in (by_flag, by_env, single))
+    assert "network access" not in run("info", env=memory).stdout
     tokens.chmod(0o644)
     refused = run("info", "--tokens-file", tokens, env=memory)
     assert refused.exit_code == 1 and "chmod 600" in refused.stderr

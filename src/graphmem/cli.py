@@ -423,14 +423,15 @@ def serve(
         ) from error
 
 
-def _access_summary(tokens_file: str | None) -> str:
-    """Who may use `serve --http` / `--tcp`: the tokens' names and access, never the tokens."""
+def _access_summary(tokens_file: str | None) -> str | None:
+    """Who may use `serve --http` / `--tcp`: the tokens' names and access, never the tokens;
+    None when no token is configured (the server then listens on loopback only)."""
     try:
         credentials = NetworkSettings.from_env(tokens_file=tokens_file).credentials
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
     if not credentials:
-        return "no token (the server listens on loopback only)"
+        return None
     named = [c.identity for c in credentials if c.identity.name is not None]
     if not named:
         return "one token (write, records no author)"
@@ -479,7 +480,9 @@ def info(ctx: click.Context, memory_file: str | None, strict: bool | None, token
     click.echo(f"response budget: {f'{budget} tokens' if budget else 'unlimited'}")
     search = settings.search_budget
     click.echo(f"search budget (no limit given): {f'{search} tokens' if search else 'unlimited'}")
-    click.echo(f"network access: {_access_summary(tokens_file)}")
+    access = _access_summary(tokens_file)
+    if access is not None:
+        click.echo(f"network access: {access}")
     if not exists:
         return
     # Read-only: info must work on a memory in a folder this user cannot write, and change nothing.

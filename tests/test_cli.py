@@ -492,6 +492,25 @@ def test_info_prints_the_configured_path_and_backend(tmp_path, name, backend):
     assert f"backend: {backend}" in result.stdout
 
 
+def test_info_shows_the_names_and_access_of_the_tokens_and_never_a_token(tmp_path):
+    tokens = tmp_path / "tokens"
+    secrets = ["alice-token-0123456789abcdef", "bob-token-0123456789abcdef", "ci-token-0123456789abcdef"]
+    tokens.write_text(f"alice {secrets[0]} write\nbob {secrets[1]} write\nci {secrets[2]} read\n", encoding="utf-8")
+    tokens.chmod(0o600)
+    memory = {"MEMORY_FILE_PATH": str(tmp_path / "m.db")}
+    by_flag = run("info", "--tokens-file", tokens, env=memory)
+    by_env = run("info", env={**memory, "GRAPHMEM_TOKENS_FILE": str(tokens)})
+    single = run("info", env={**memory, "GRAPHMEM_TOKEN": secrets[0]})
+    assert "network access: alice (write), bob (write), ci (read)\n" in by_flag.stdout
+    assert by_env.stdout == by_flag.stdout
+    assert "network access: one token (write, records no author)\n" in single.stdout
+    assert not any(secret in result.stdout for secret in secrets for result in (by_flag, by_env, single))
+    assert "network access" not in run("info", env=memory).stdout
+    tokens.chmod(0o644)
+    refused = run("info", "--tokens-file", tokens, env=memory)
+    assert refused.exit_code == 1 and "chmod 600" in refused.stderr
+
+
 def test_stats_counts_entities_relations_and_observations(tmp_path):
     memory = tmp_path / "memory.db"
     run("import", OFFICIAL, "-f", memory)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmem.config import DEFAULT_HTTP_PORT, NetworkSettings, Settings, default_memory_path
+from graphmem.config import DEFAULT_HTTP_PORT, Identity, NetworkSettings, Settings, default_memory_path
 from graphmem.core.errors import ConfigError
 
 
@@ -144,3 +144,85 @@ def test_a_bad_search_budget_names_the_variable(tmp_path, value):
     with pytest.raises(ConfigError) as raised:
         Settings.from_env({"GRAPHMEM_SEARCH_BUDGET": value}, cwd=tmp_path)
     assert raised.value.key == "GRAPHMEM_SEARCH_BUDGET"
+
+
+# -- named tokens for a team (issue 18, item 4) --------------------------------------
+
+ALICE = "alice-token-0123456789abcdef"
+BOB = "bob-token-0123456789abcdef"
+CI = "ci-token-0123456789abcdef"
+
+
+def tokens_file(tmp_path: Path, text: str, mode: int = 0o600) -> str:
+    path = tmp_path / "tokens"
+    path.write_text(text, encoding="utf-8")
+    path.chmod(mode)
+    return str(path)
+
+
+def test_a_tokens_file_gives_each_token_its_name_and_access_and_shows_no_token(tmp_path: Path):
+    text = f"# the team\n\nalice {ALICE} write\n  bob\t{BOB}   write\nci {CI} read\n"
+    network = NetworkSettings.from_env({}, host="0.0.0.0", tokens_file=tokens_file(tmp_path, text))
+    assert [(c.identity.name, c.identity.access, c.token) for c in network.credentials] == [
+        ("alice", "write", ALICE),
+        ("bob", "write", BOB),
+        ("ci", "read", CI),
+    ]
+    assert network.token is None
+    assert all(token not in repr(network) for token in (ALICE, BOB, CI))
+
+
+def test_the_tokens_file_comes_from_its_variable_too(tmp_path: Path):
+    network = NetworkSettings.from_env({"GRAPHMEM_TOKENS_FILE": tokens_file(tmp_path, f"ci {CI} read\n")})
+    assert [c.identity for c in network.credentials] == [Identity("ci", can_write=False)]
+
+
+def test_the_single_token_is_a_write_token_with_no_name():
+    network = NetworkSettings.from_env({"GRAPHMEM_TOKEN": TOKEN})
+    assert [(c.identity, c.token) for c in network.credentials] == [(Identity(None, can_write=True), TOKEN)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"alice {ALICE}\n", "Line 1: expected three words, `NAME TOKEN read|write`, and found 2"),
+        (f"alice {ALICE} write\nalice {BOB} read\n", "Line 2: the name 'alice' is already on line 1"),
+        (
+            f"alice {ALICE} write\n# bob\nbob {ALICE} write\n",
+            "Line 3: the token of 'bob' is the same as that of 'alice' on line 1",
+        ),
+        ("alice short-token write\n", "Line 1: the token of 'alice' is shorter than 16 characters"),
+        (f"alice {ALICE} admin\n", "Line 1: the access 'admin' is not `read` or `write`"),
+        (f"al/ice {ALICE} write\n", "Line 1: the name 'al/ice' may hold only letters, digits"),
+        ("# nobody yet\n\n", "The file names no token; write one line per person: `NAME TOKEN read|write`"),
+    ],
+    ids=["words", "duplicate-name", "duplicate-token", "short-token", "access", "name", "empty"],
+)
+def test_a_wrong_tokens_file_is_refused_saying_which_line_and_how_to_fix_it(tmp_path: Path, text: str, expected: str):
+    path = tokens_file(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({}, tokens_file=path)
+    message = str(caught.value)
+    assert caught.value.key == "--tokens-file"
+    assert expected in message
+    assert ALICE not in message and "short-token" not in message
+
+
+def test_a_tokens_file_readable_by_others_is_refused(tmp_path: Path):
+    path = tokens_file(tmp_path, f"alice {ALICE} write\n", mode=0o640)
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({"GRAPHMEM_TOKENS_FILE": path})
+    assert caught.value.key == "GRAPHMEM_TOKENS_FILE"
+    assert f"chmod 600 {path}" in str(caught.value)
+
+
+@pytest.mark.parametrize("single", ["GRAPHMEM_TOKEN", "GRAPHMEM_TOKEN_FILE"])
+def test_a_tokens_file_and_a_single_token_together_are_refused(tmp_path: Path, single: str):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN, encoding="utf-8")
+    token_file.chmod(0o600)
+    env = {single: TOKEN if single == "GRAPHMEM_TOKEN" else str(token_file)}
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env(env, tokens_file=tokens_file(tmp_path, f"alice {ALICE} write\n"))
+    assert f"{single} gives a single token too; use one or the other" in str(caught.value)
+    assert "`default TOKEN write`" in str(caught.value)

@@ -7,7 +7,9 @@ import httpx2
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from graphmem.transports.guard import RequestGuard, allowed_host_names, host_name
+from graphmem.config import Credential, Identity
+from graphmem.server.access import IDENTITY_KEY
+from graphmem.transports.guard import RequestGuard, allowed_host_names, host_name, identify
 
 pytestmark = pytest.mark.anyio
 
@@ -73,7 +75,9 @@ async def test_an_origin_is_allowed_by_its_host_or_exactly_and_null_is_refused()
 
 
 async def test_the_token_is_needed_everywhere_but_health():
-    guard = RequestGuard(ok, allowed_hosts=allowed_host_names("127.0.0.1", []), token=TOKEN)
+    guard = RequestGuard(
+        ok, allowed_hosts=allowed_host_names("127.0.0.1", []), credentials=[Credential(TOKEN, Identity(None))]
+    )
     with anyio.fail_after(5):
         async with client(guard) as http:
             health = await http.get("/health")
@@ -82,3 +86,40 @@ async def test_the_token_is_needed_everywhere_but_health():
             prefix = await http.get("/mcp", headers={"authorization": f"Bearer {TOKEN[:-1]}"})
     assert (health.status_code, missing.status_code, lower.status_code, prefix.status_code) == (200, 401, 200, 401)
     assert missing.headers["www-authenticate"] == 'Bearer realm="graphmem"'
+
+
+ALICE = Credential("alice-token-0123456789", Identity("alice", can_write=True))
+CI = Credential("ci-token-0123456789abc", Identity("ci", can_write=False))
+
+
+async def test_each_named_token_passes_with_its_identity_in_the_scope_and_an_unknown_one_gets_401():
+    seen: list[object] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(scope.get(IDENTITY_KEY))
+        await ok(scope, receive, send)
+
+    guard = RequestGuard(app, allowed_hosts=allowed_host_names("127.0.0.1", []), credentials=[ALICE, CI])
+    with anyio.fail_after(5):
+        async with client(guard) as http:
+            statuses = [
+                (await http.get("/mcp", headers={"authorization": f"Bearer {token}"})).status_code
+                for token in (CI.token, ALICE.token, "nobody-token-0123456789")
+            ]
+    assert statuses == [200, 200, 401]
+    assert seen == [CI.identity, ALICE.identity]
+
+
+def test_a_presented_token_is_compared_with_every_configured_token_even_after_a_match():
+    looked_at: list[str] = []
+
+    def configured():
+        for credential in (ALICE, CI, Credential("bob-token-0123456789ab", Identity("bob"))):
+            looked_at.append(credential.identity.name or "")
+            yield credential
+
+    assert identify(ALICE.token, configured()) == ALICE.identity
+    assert looked_at == ["alice", "ci", "bob"]
+    looked_at.clear()
+    assert identify("wrong-token-0123456789", configured()) is None
+    assert looked_at == ["alice", "ci", "bob"]

@@ -286,6 +286,15 @@ def _transport(http: bool, tcp: bool, host: str | None, port: int | None) -> str
     ),
 )
 @click.option(
+    "--tokens-file",
+    metavar="PATH",
+    default=None,
+    help=(
+        "A file of named tokens for a team, one line each: NAME TOKEN read|write (env GRAPHMEM_TOKENS_FILE); "
+        "readable by you only. Read tokens cannot change the memory; each change records its token's name."
+    ),
+)
+@click.option(
     "--allowed-host",
     "allowed_hosts",
     multiple=True,
@@ -323,6 +332,7 @@ def serve(
     host: str | None = None,
     port: int | None = None,
     token_file: str | None = None,
+    tokens_file: str | None = None,
     allowed_hosts: tuple[str, ...] = (),
     allowed_origins: tuple[str, ...] = (),
     json_response: bool | None = None,
@@ -343,6 +353,7 @@ def serve(
                 port=port,
                 default_port=DEFAULT_HTTP_PORT if transport == "http" else DEFAULT_TCP_PORT,
                 token_file=token_file,
+                tokens_file=tokens_file,
                 allowed_hosts=allowed_hosts,
                 allowed_origins=allowed_origins,
                 json_response=json_response,
@@ -420,6 +431,21 @@ def serve(
         ) from error
 
 
+def _access_summary(tokens_file: str | None) -> str | None:
+    """Who may use `serve --http` / `--tcp`: the tokens' names and access, never the tokens;
+    None when no token is configured (the server then listens on loopback only)."""
+    try:
+        credentials = NetworkSettings.from_env(tokens_file=tokens_file).credentials
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    if not credentials:
+        return None
+    named = [c.identity for c in credentials if c.identity.name is not None]
+    if not named:
+        return "one token (write, records no author)"
+    return ", ".join(f"{identity.name} ({identity.access})" for identity in named)
+
+
 def _listening_advice(error: OSError) -> str:
     if error.errno == errno.EADDRINUSE:
         return "Stop what uses that port, or choose another with --port."
@@ -441,9 +467,16 @@ def _os_error_in(error: BaseException) -> OSError | None:
 
 @cli.command(name="info")
 @memory_options
+@click.option(
+    "--tokens-file",
+    metavar="PATH",
+    default=None,
+    help="The tokens file `serve --tokens-file` would use (env GRAPHMEM_TOKENS_FILE): its names and access are shown.",
+)
 @click.pass_context
-def info(ctx: click.Context, memory_file: str | None, strict: bool | None) -> None:
-    """Show where the memory lives and which backend holds it, and check that it opens and is intact."""
+def info(ctx: click.Context, memory_file: str | None, strict: bool | None, tokens_file: str | None = None) -> None:
+    """Show where the memory lives and which backend holds it, who may use the network server, and
+    check that the memory opens and is intact."""
     settings = _settings(ctx, memory_file, strict)
     click.echo(f"graphmem {__version__}")
     click.echo(f"memory file: {settings.memory_path}")
@@ -455,6 +488,9 @@ def info(ctx: click.Context, memory_file: str | None, strict: bool | None) -> No
     click.echo(f"response budget: {f'{budget} tokens' if budget else 'unlimited'}")
     search = settings.search_budget
     click.echo(f"search budget (no limit given): {f'{search} tokens' if search else 'unlimited'}")
+    access = _access_summary(tokens_file)
+    if access is not None:
+        click.echo(f"network access: {access}")
     if not exists:
         return
     # Read-only: info must work on a memory in a folder this user cannot write, and change nothing.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import stat
 import sys
 from collections.abc import Mapping, Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 import platformdirs
 
 from graphmem.core.errors import ConfigError
+from graphmem.core.identity import Identity
 from graphmem.core.limits import Limits
 
 __all__ = [
@@ -24,12 +26,16 @@ __all__ = [
     "DEFAULT_RESPONSE_BUDGET",
     "DEFAULT_SEARCH_BUDGET",
     "DEFAULT_TCP_PORT",
+    "MIN_TOKEN_LENGTH",
     "TOOLSET_NAMES",
+    "Credential",
+    "Identity",
     "NetworkSettings",
     "Settings",
     "default_memory_path",
     "is_loopback",
     "malloc_arenas_chosen_by_user",
+    "read_tokens_file",
 ]
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -238,7 +244,10 @@ DEFAULT_MAX_SESSIONS = 1000
 # A token shorter than this is guessable by anyone who can reach the port.
 MIN_TOKEN_LENGTH = 16
 
-_TOKEN_HINT = "Give the token in --token-file (a file only you can read) or in GRAPHMEM_TOKEN."
+_TOKEN_HINT = (
+    "Give the token in --token-file (a file only you can read) or in GRAPHMEM_TOKEN, or named tokens in --tokens-file."
+)
+_NEW_TOKEN = "make a random one with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`."
 
 
 def is_loopback(host: str) -> bool:
@@ -252,7 +261,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _read_token_file(raw_path: str, key: str) -> str:
+def _read_private_file(raw_path: str, key: str) -> str:
+    """The text of a file holding secrets, refused when anyone but its owner may read it."""
     path = Path(raw_path).expanduser()
     try:
         info = path.stat()
@@ -264,12 +274,89 @@ def _read_token_file(raw_path: str, key: str) -> str:
                 raw_path,
                 f"Other users can read it (mode {stat.filemode(info.st_mode)}); run `chmod 600 {raw_path}` first.",
             )
-        token = path.read_text(encoding="utf-8").strip()
+        return path.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(key, raw_path, f"It cannot be read ({error.strerror or error}).") from None
+    except UnicodeDecodeError:
+        raise ConfigError(key, raw_path, "It is not UTF-8 text; write it with a text editor.") from None
+
+
+def _read_token_file(raw_path: str, key: str) -> str:
+    token = _read_private_file(raw_path, key).strip()
     if not token:
         raise ConfigError(key, raw_path, "The file is empty; put the token on its first line.")
     return token
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """A token the network server accepts, and the identity of whoever presents it."""
+
+    token: str = field(repr=False)
+    identity: Identity
+
+
+ACCESS_WORDS = ("read", "write")
+"""The third word of a line of the tokens file."""
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+_LINE_FORMAT = "NAME TOKEN read|write"
+
+
+def read_tokens_file(raw_path: str, key: str = "--tokens-file") -> tuple[Credential, ...]:
+    """The named tokens of a tokens file: one line per person, `NAME TOKEN read|write`.
+
+    Words are separated by spaces or tabs; blank lines and lines starting with `#` are
+    skipped. Nothing in an error message repeats a token.
+
+    Raises:
+        ConfigError: the file is readable by others or unreadable, names no token, or a
+            line is malformed, repeats a name or a token, or has a short token.
+    """
+    text = _read_private_file(raw_path, key)
+    credentials: list[Credential] = []
+    names: dict[str, int] = {}
+    tokens: dict[str, tuple[str, int]] = {}
+
+    def refuse(line_no: int, reason: str) -> ConfigError:
+        return ConfigError(key, raw_path, f"Line {line_no}: {reason}")
+
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        if len(words) != 3:
+            raise refuse(
+                line_no,
+                f"expected three words, `{_LINE_FORMAT}`, and found {len(words)}; "
+                "write one line per person, such as `alice TOKEN write`.",
+            )
+        name, token, access = words
+        if not _NAME.fullmatch(name):
+            raise refuse(
+                line_no,
+                f"the name {name!r} may hold only letters, digits, '.', '_', '-' and '@' "
+                "(starting with a letter or digit, at most 64); it is recorded as the author of changes.",
+            )
+        if name in names:
+            raise refuse(line_no, f"the name {name!r} is already on line {names[name]}; give each person one line.")
+        if access not in ACCESS_WORDS:
+            raise refuse(line_no, f"the access {access!r} is not `read` or `write`; write one of those two words.")
+        if len(token) < MIN_TOKEN_LENGTH:
+            raise refuse(line_no, f"the token of {name!r} is shorter than {MIN_TOKEN_LENGTH} characters; {_NEW_TOKEN}")
+        if token in tokens:
+            other, other_line = tokens[token]
+            raise refuse(
+                line_no,
+                f"the token of {name!r} is the same as that of {other!r} on line {other_line}; "
+                f"give each person a token of their own, or changes are recorded under the wrong name. {_NEW_TOKEN}",
+            )
+        names[name] = line_no
+        tokens[token] = (name, line_no)
+        credentials.append(Credential(token, Identity(name, can_write=access == "write")))
+    if not credentials:
+        raise ConfigError(key, raw_path, f"The file names no token; write one line per person: `{_LINE_FORMAT}`.")
+    return tuple(credentials)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +366,8 @@ class NetworkSettings:
     Attributes:
         host: the address to bind; loopback unless a token is set.
         port: the port to bind; 0 picks a free one (the server says which on stderr).
-        token: the bearer token every client must present, or None (allowed on loopback only).
+        credentials: the bearer tokens a client may present, each with whose it is and whether
+            it may write; none means no token is asked for (allowed on loopback only).
         allowed_hosts: host names, besides loopback and the bind address, that HTTP clients
             may use in their Host header (and in an Origin header), against DNS rebinding.
         allowed_origins: exact browser origins (such as https://app.example.com) allowed besides those.
@@ -294,7 +382,7 @@ class NetworkSettings:
 
     host: str = "127.0.0.1"
     port: int = DEFAULT_HTTP_PORT
-    token: str | None = field(default=None, repr=False)
+    credentials: tuple[Credential, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     json_response: bool = False
@@ -302,6 +390,13 @@ class NetworkSettings:
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     session_timeout: float = DEFAULT_SESSION_TIMEOUT
     max_sessions: int = DEFAULT_MAX_SESSIONS
+
+    @property
+    def token(self) -> str | None:
+        """The single token of --token-file or GRAPHMEM_TOKEN, when that is how access is given."""
+        if len(self.credentials) == 1 and self.credentials[0].identity.name is None:
+            return self.credentials[0].token
+        return None
 
     @classmethod
     def from_env(
@@ -312,21 +407,25 @@ class NetworkSettings:
         port: int | None = None,
         default_port: int = DEFAULT_HTTP_PORT,
         token_file: str | None = None,
+        tokens_file: str | None = None,
         allowed_hosts: Sequence[str] = (),
         allowed_origins: Sequence[str] = (),
         json_response: bool | None = None,
     ) -> NetworkSettings:
         """Build the network settings from flags (which win) and the environment.
 
-        The token comes from `token_file`, else the file in GRAPHMEM_TOKEN_FILE, else
-        GRAPHMEM_TOKEN itself.
+        The single token comes from `token_file`, else the file in GRAPHMEM_TOKEN_FILE, else
+        GRAPHMEM_TOKEN itself; it may write and records no author. Named tokens come from
+        `tokens_file`, else the file in GRAPHMEM_TOKENS_FILE (see `read_tokens_file`). The two
+        kinds are never mixed: given both, this refuses.
 
         The time limits and the session limit come from GRAPHMEM_REQUEST_TIMEOUT,
         GRAPHMEM_IDLE_TIMEOUT, GRAPHMEM_SESSION_TIMEOUT and GRAPHMEM_MAX_SESSIONS.
 
         Raises:
             ConfigError: the token file is readable by others, empty or unreadable; the token
-                is too short; the host is not loopback and there is no token; or a limit is
+                is too short; the tokens file is refused (`read_tokens_file`); both kinds of
+                token are given; the host is not loopback and there is no token; or a limit is
                 not a positive number.
         """
         env = os.environ if environ is None else environ
@@ -339,23 +438,8 @@ class NetworkSettings:
                 raise ConfigError("GRAPHMEM_PORT", raw_port, "Give a port number from 0 to 65535.") from None
         if not 0 <= port <= 65535:
             raise ConfigError("--port", str(port), "Give a port number from 0 to 65535.")
-        token_key = "--token-file" if token_file else "GRAPHMEM_TOKEN_FILE"
-        token_file = token_file or env.get("GRAPHMEM_TOKEN_FILE", "").strip() or None
-        token: str | None
-        if token_file is not None:
-            token = _read_token_file(token_file, token_key)
-        else:
-            token_key = "GRAPHMEM_TOKEN"
-            token = env.get("GRAPHMEM_TOKEN", "").strip() or None
-        if token is not None and len(token) < MIN_TOKEN_LENGTH:
-            # The value is never echoed: it is a secret, even a weak one.
-            raise ConfigError(
-                token_key,
-                "(hidden)",
-                f"The token is shorter than {MIN_TOKEN_LENGTH} characters; use a random one, "
-                "such as the output of `python -c 'import secrets; print(secrets.token_urlsafe(32))'`.",
-            )
-        if token is None and not is_loopback(host):
+        credentials = _credentials(env, token_file, tokens_file)
+        if not credentials and not is_loopback(host):
             raise ConfigError(
                 "--host",
                 host,
@@ -369,7 +453,7 @@ class NetworkSettings:
         return cls(
             host=host,
             port=port,
-            token=token,
+            credentials=credentials,
             allowed_hosts=hosts,
             allowed_origins=origins,
             json_response=json_response,
@@ -378,6 +462,43 @@ class NetworkSettings:
             session_timeout=_positive(env, "GRAPHMEM_SESSION_TIMEOUT", DEFAULT_SESSION_TIMEOUT),
             max_sessions=int(_positive(env, "GRAPHMEM_MAX_SESSIONS", DEFAULT_MAX_SESSIONS, whole=True)),
         )
+
+
+def _credentials(env: Mapping[str, str], token_file: str | None, tokens_file: str | None) -> tuple[Credential, ...]:
+    """The tokens the server accepts: the named ones of a tokens file, or the single token, or none."""
+    tokens_key = "--tokens-file" if tokens_file else "GRAPHMEM_TOKENS_FILE"
+    tokens_file = tokens_file or env.get("GRAPHMEM_TOKENS_FILE", "").strip() or None
+    token_key = "--token-file" if token_file else "GRAPHMEM_TOKEN_FILE"
+    token_file = token_file or env.get("GRAPHMEM_TOKEN_FILE", "").strip() or None
+    if token_file is None and env.get("GRAPHMEM_TOKEN", "").strip():
+        token_key = "GRAPHMEM_TOKEN"
+    single = token_file is not None or token_key == "GRAPHMEM_TOKEN"
+    if tokens_file is not None:
+        if single:
+            # Refused rather than merged: a forgotten GRAPHMEM_TOKEN in a shell would
+            # otherwise keep granting write access, under no name, beside the team's tokens.
+            raise ConfigError(
+                tokens_key,
+                tokens_file,
+                f"{token_key} gives a single token too; use one or the other. To keep that token, "
+                "add it to the tokens file as a line such as `default TOKEN write` and unset "
+                f"{token_key}.",
+            )
+        return read_tokens_file(tokens_file, tokens_key)
+    if token_file is not None:
+        token = _read_token_file(token_file, token_key)
+    elif single:
+        token = env.get("GRAPHMEM_TOKEN", "").strip()
+    else:
+        return ()
+    if len(token) < MIN_TOKEN_LENGTH:
+        # The value is never echoed: it is a secret, even a weak one.
+        raise ConfigError(
+            token_key,
+            "(hidden)",
+            f"The token is shorter than {MIN_TOKEN_LENGTH} characters; {_NEW_TOKEN}",
+        )
+    return (Credential(token, Identity(None, can_write=True)),)
 
 
 def _positive(env: Mapping[str, str], key: str, default: float, *, whole: bool = False) -> float:

@@ -1,6 +1,7 @@
 """get_analytics (spec 001): four answers about a memory's state, for one thread or all.
 
-What changed lately, what matters most, what is most connected, and what is orphaned:
+What changed lately (and, on a team's server, who changed it), what matters most, what
+is most connected, and what is orphaned:
 entities no relation touches (`no_relations`) and entities with a relation to a name
 that is not an entity (`broken_relation`). Each comes from indexed store queries, so a
 memory of 40,000 entities answers in milliseconds.
@@ -45,15 +46,18 @@ def analytics(graph: KnowledgeGraph, thread_id: str | None = None, limit: int = 
                 if name in neighbours and other != name and len(neighbours[name]) < MAX_CONNECTED_NAMES:
                     neighbours[name][other] = None
         broken = _broken(graph, rows.dangling, thread_id, limit)
-    recent = [
-        {
+        authors = _authors(graph, rows.recent)
+    recent = []
+    for s in rows.recent:
+        change: dict[str, Any] = {
             "entityName": s.name,
             "entityType": s.entity_type,
             "lastModified": s.updated_at or s.created_at,
             "changeType": "created" if (s.version or 1) <= 1 else "updated",
         }
-        for s in rows.recent
-    ]
+        if s.name in authors:
+            change["by"] = authors[s.name]
+        recent.append(change)
     important = [
         {
             "entityName": s.name,
@@ -76,6 +80,18 @@ def analytics(graph: KnowledgeGraph, thread_id: str | None = None, limit: int = 
     orphaned += [_orphan(s, "broken_relation") for s in broken][: max(0, limit - len(orphaned))]
     counts = {"noRelations": rows.unconnected_total, "danglingNames": rows.dangling_total}
     return Analytics(recent, important, connected, orphaned, counts)
+
+
+def _authors(graph: KnowledgeGraph, recent: list[EntitySummary]) -> dict[str, str]:
+    """Who made the last change of each recently changed entity, where a team member's token
+    recorded it: `createdBy` for one never changed since, `updatedBy` for the others."""
+    created = {s.name for s in recent if (s.version or 1) <= 1}
+    found: dict[str, str] = {}
+    for entity in graph.store.get_entities([s.name for s in recent]):
+        author = (entity.extra or {}).get("createdBy" if entity.name in created else "updatedBy")
+        if isinstance(author, str):
+            found.setdefault(entity.name, author)
+    return found
 
 
 def _orphan(summary: EntitySummary, reason: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ class Checks:
     store: Store
     strict: bool
     limits: Limits
+    author: str | None
 
     def _check_text(self, field: str, value: str, max_length: int) -> None:
         if len(value) > max_length:

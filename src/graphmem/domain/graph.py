@@ -13,7 +13,8 @@ Every public method is one store transaction, so a call is all-or-nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from graphmem.core.limits import Limits
 from graphmem.domain.fusion import Fusion
@@ -51,12 +52,28 @@ class KnowledgeGraph(Writes, Searches):
     ) -> None:
         self.store = store
         self.strict = strict
+        self.author: str | None = None
+        """Who the calls made now are made by (`authored_by`); None: nobody named."""
         self.limits = limits or Limits()
         self._indexed = None
         if embedder is not None:
             load_embedder = lambda: embedder  # noqa: E731 - the model is already loaded
         self.meaning = Meaning(load_embedder, store)
         self.fusion = fusion or Fusion()
+
+    @contextmanager
+    def authored_by(self, author: str | None) -> Iterator[None]:
+        """Record `author` (a team member's token name) as the maker of the changes made in the block.
+
+        New observation records get `author`, new entities and relations `createdBy`, changed
+        ones `updatedBy`; with None, no such key is written. The server enters this around
+        one tool call, on the thread where calls run one at a time, as it does `time_limit`.
+        """
+        previous, self.author = self.author, author
+        try:
+            yield
+        finally:
+            self.author = previous
 
     def embed_pending(self, batch: int = EMBED_BATCH) -> int:
         """Embed one batch of the texts waiting for vectors, here and now; how many it took.

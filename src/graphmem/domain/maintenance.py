@@ -138,7 +138,7 @@ def update_entities(graph: KnowledgeGraph, updates: Sequence[EntityUpdate]) -> l
             aliases = [alias for alias in aliases if alias != new_name]
             for alias in aliases:
                 _check_free(graph, f"{field}.aliases", alias, owner=name)
-            extra = touched(entity.extra, now_iso(), aliases=_alias_list(aliases))
+            extra = touched(entity.extra, now_iso(), by=graph.author, aliases=_alias_list(aliases))
             changed = Entity(new_name, update.entity_type or entity.entity_type, entity.observations, extra)
             graph.store.update_entity(name, changed)
             if new_name != name:
@@ -198,15 +198,14 @@ def upsert_entities(graph: KnowledgeGraph, entities: Sequence[Entity]) -> list[U
             name = resolved.get(entity.name)
             contents = list(dict.fromkeys(entity.observations))
             if name is None:
-                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now))
-                graph.store.insert_entities(
-                    [with_records(fresh, *new_records([NewObservation(content) for content in contents], now))]
-                )
+                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now, graph.author))
+                new = [NewObservation(content) for content in contents]
+                graph.store.insert_entities([with_records(fresh, *new_records(new, now, graph.author))])
                 resolved[entity.name] = entity.name
                 results.append(Upserted(entity.name, True, tuple(contents)))
                 continue
             new = [NewObservation(content) for content in contents]
-            added = change_observations(graph.store, name, new, (), now, f"entities[{entity.name}]").added
+            added = change_observations(graph.store, name, new, (), now, f"entities[{entity.name}]", graph.author).added
             results.append(Upserted(name, False, added))
     return results
 
@@ -232,14 +231,14 @@ def merge_entities(graph: KnowledgeGraph, source: str, target: str) -> Merged:
             raise InvalidInputError("source", f"{source!r} and {target!r} are the same entity; nothing to merge.")
         from_entity, into = (graph.store.get_entities([name])[0] for name in (source_name, target_name))
         moving = [NewObservation(content) for content in dict.fromkeys(from_entity.observations)]
-        added = change_observations(graph.store, target_name, moving, (), now_iso(), "source").added
+        added = change_observations(graph.store, target_name, moving, (), now_iso(), "source", graph.author).added
         into = graph.store.get_entities([target_name])[0]
         moved, dropped = _redirect(graph, source_name, target_name, drop_new_self_loops=True)
         # The source goes before the target takes its name as an alias, so no name means two entities.
         graph.store.delete_entities([source_name])
         aliases = [*into.aliases, source_name, *from_entity.aliases]
         kept_aliases = _alias_list([alias for alias in aliases if alias != target_name])
-        extra = touched(into.extra, now_iso(), aliases=kept_aliases)
+        extra = touched(into.extra, now_iso(), by=graph.author, aliases=kept_aliases)
         merged = Entity(target_name, into.entity_type, into.observations, extra)
         graph.store.update_entity(target_name, merged)
     return Merged(source_name, target_name, len(from_entity.observations), len(added), moved, dropped, merged)
@@ -285,7 +284,7 @@ def update_relations(graph: KnowledgeGraph, updates: Sequence[RelationUpdate]) -
                     "delete this one with delete_relations instead.",
                 )
             graph.store.delete_relations([key])
-            relation = Relation(*new_key, touched(old.extra, now_iso()))
+            relation = Relation(*new_key, touched(old.extra, now_iso(), by=graph.author))
             graph.store.insert_relations([relation])
             changed.append(relation)
     return changed

@@ -5,8 +5,8 @@ loadable by the official server, so the strings stay where they are: the entity'
 current facts, in order. Their metadata rides in the entity's extra keys:
 
 - `observationMeta`: one object per current observation, in the same order (`id`,
-  `createdAt`, `version`, and `threadId`, `confidence`, `importance`, `supersedes` when
-  known);
+  `createdAt`, `version`, and `threadId`, `confidence`, `importance`, `supersedes`,
+  `author` (the name of the team member's token that added it) when known);
 - `observationHistory`: whole records (with `content`) of the facts no longer current:
   those a newer observation superseded, and archived ones (`[S:Archived]`), which are
   kept but never shown by the read tools.
@@ -52,6 +52,7 @@ class ObservationRecord:
 
     Attributes:
         superseded_by: the id of the observation that replaced this one, if any.
+        author: the name of the token whose call added it; None when unknown (stdio, one token).
     """
 
     id: str
@@ -63,6 +64,7 @@ class ObservationRecord:
     importance: float | None = None
     supersedes: str | None = None
     superseded_by: str | None = None
+    author: str | None = None
 
     @property
     def current(self) -> bool:
@@ -79,6 +81,7 @@ class ObservationRecord:
             "importance": self.importance,
             "supersedes": self.supersedes,
             "supersededBy": self.superseded_by,
+            "author": self.author,
             "status": parsed.status.capitalize() if parsed.status else None,
             "timestamp": parsed.timestamp.isoformat().replace("+00:00", "Z") if parsed.timestamp else None,
         }
@@ -94,6 +97,7 @@ class ObservationRecord:
             ("importance", self.importance),
             ("supersedes", self.supersedes),
             ("supersededBy", self.superseded_by),
+            ("author", self.author),
         ):
             if value is not None:
                 meta[key] = value
@@ -127,6 +131,7 @@ def _record(content: str, meta: Any, fallback_id: str) -> ObservationRecord:
         number("importance"),
         text("supersedes"),
         text("supersededBy"),
+        text("author"),
     )
 
 
@@ -206,14 +211,15 @@ class NewObservation:
 
 
 def new_records(
-    observations: Sequence[NewObservation], now: str
+    observations: Sequence[NewObservation], now: str, author: str | None = None
 ) -> tuple[list[ObservationRecord], list[ObservationRecord]]:
-    """The current records and the history of a new entity's observations (archived ones go to history)."""
+    """The current records and the history of a new entity's observations (archived ones go
+    to history), added at `now` by `author`."""
     current: list[ObservationRecord] = []
     history: list[ObservationRecord] = []
     for index, item in enumerate(observations):
         record = ObservationRecord(
-            f"obs_{index + 1}", item.content, now, 1, item.thread_id, item.confidence, item.importance
+            f"obs_{index + 1}", item.content, now, 1, item.thread_id, item.confidence, item.importance, author=author
         )
         (history if is_archived(item.content) else current).append(record)
     return current, history
@@ -242,9 +248,15 @@ class PlannedChange:
 
 
 def plan_observations(
-    entity: Entity, add: Sequence[NewObservation], remove: Sequence[str], now: str, field: str
+    entity: Entity,
+    add: Sequence[NewObservation],
+    remove: Sequence[str],
+    now: str,
+    field: str,
+    author: str | None = None,
 ) -> PlannedChange:
-    """What adding and removing observations does to `entity`, keeping records, history and versions.
+    """What adding and removing observations at `now` by `author` does to `entity`, keeping
+    records, history and versions.
 
     A content the entity has already is not added twice; a removed content is dropped
     (not kept in history); a superseded one moves to the history.
@@ -274,6 +286,7 @@ def plan_observations(
             item.thread_id,
             item.confidence,
             item.importance,
+            author=author,
         )
         if item.supersedes is not None:
             old = next((r for r in kept if r.id == item.supersedes), None)
@@ -294,7 +307,9 @@ def plan_observations(
         return PlannedChange(None, (), 0)
     changed = with_records(entity, kept, history)
     return PlannedChange(
-        Entity(name, entity.entity_type, changed.observations, touched(changed.extra, now)), tuple(added), removed
+        Entity(name, entity.entity_type, changed.observations, touched(changed.extra, now, by=author)),
+        tuple(added),
+        removed,
     )
 
 
@@ -315,7 +330,13 @@ def stored_difference(before: Entity, after: Entity) -> tuple[list[str], list[st
 
 
 def change_observations(
-    store: Store, name: str, add: Sequence[NewObservation], remove: Sequence[str], now: str, field: str
+    store: Store,
+    name: str,
+    add: Sequence[NewObservation],
+    remove: Sequence[str],
+    now: str,
+    field: str,
+    author: str | None = None,
 ) -> ObservationChange:
     """Add and remove observations of entity `name` (see `plan_observations`) and store the result.
 
@@ -325,7 +346,7 @@ def change_observations(
         InvalidInputError: `supersedes` names no current observation of the entity.
     """
     entity = store.get_entities([name])[0]
-    plan = plan_observations(entity, add, remove, now, field)
+    plan = plan_observations(entity, add, remove, now, field, author)
     if plan.entity is None:
         return ObservationChange((), 0)
     gone, appended = stored_difference(entity, plan.entity)

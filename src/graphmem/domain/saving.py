@@ -249,22 +249,22 @@ def _write(
             for text in dict.fromkeys(draft.observations)
         ]
         if existing is None:
-            extra = {**new_metadata(now), "threadId": thread_id, "confidence": draft.confidence}
+            extra = {**new_metadata(now, graph.author), "threadId": thread_id, "confidence": draft.confidence}
             extra["importance"] = draft.importance
             new_entity = Entity(draft.name, item.entity_type, (), extra)
-            graph.store.insert_entities([with_records(new_entity, *new_records(facts, now))])
+            graph.store.insert_entities([with_records(new_entity, *new_records(facts, now, graph.author))])
             resolved[draft.name] = draft.name
             created += 1
             added_total += len(facts)
             saved.append(draft.name)
             continue
-        change = change_observations(graph.store, existing, facts, (), now, f"entities[{draft.name}]")
+        change = change_observations(graph.store, existing, facts, (), now, f"entities[{draft.name}]", graph.author)
         entity = graph.store.get_entities([existing])[0]
         # New facts raised the version already; a call that added none still changed the thread.
         if change.added:
             extra = {**(entity.extra or {}), "threadId": thread_id, "importance": draft.importance}
         else:
-            extra = touched(entity.extra, now, threadId=thread_id, importance=draft.importance)
+            extra = touched(entity.extra, now, by=graph.author, threadId=thread_id, importance=draft.importance)
         graph.store.update_entity(existing, Entity(existing, entity.entity_type, entity.observations, extra))
         updated += 1
         added_total += len(change.added)
@@ -273,7 +273,7 @@ def _write(
     for draft, name in zip(drafts, saved, strict=True):
         for relation in draft.relations:
             target = resolved.get(relation.target_entity, relation.target_entity)
-            extra = {**new_metadata(now), "threadId": thread_id, "importance": relation.importance}
+            extra = {**new_metadata(now, graph.author), "threadId": thread_id, "importance": relation.importance}
             relations.setdefault(
                 (name, target, relation.relation_type), Relation(name, target, relation.relation_type, extra)
             )

@@ -80,8 +80,9 @@ class Writes(Reads):
                 if plain and len(contents) in shared:
                     created.append(Entity(entity.name, entity.entity_type, tuple(contents), shared[len(contents)]))
                     continue
-                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now))
-                made = with_records(fresh, *new_records([NewObservation(content) for content in contents], now))
+                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now, self.author))
+                new = [NewObservation(content) for content in contents]
+                made = with_records(fresh, *new_records(new, now, self.author))
                 if plain:
                     shared[len(contents)] = made.extra
                 created.append(made)
@@ -104,7 +105,10 @@ class Writes(Reads):
             unique = list(
                 _first_per_key(
                     Relation(
-                        resolved.get(r.from_, r.from_), resolved.get(r.to, r.to), r.relation_type, new_metadata(now)
+                        resolved.get(r.from_, r.from_),
+                        resolved.get(r.to, r.to),
+                        r.relation_type,
+                        new_metadata(now, self.author),
                     )
                     for r in relations
                 )
@@ -146,7 +150,7 @@ class Writes(Reads):
                     raise EntityNotFoundError(addition.entity_name)
                 corrects = list(addition.supersedes) + [None] * (len(addition.contents) - len(addition.supersedes))
                 new = [NewObservation(content, old) for content, old in zip(addition.contents, corrects, strict=False)]
-                plan = plan_observations(after[name], new, (), now, f"observations[{index}].supersedes")
+                plan = plan_observations(after[name], new, (), now, f"observations[{index}].supersedes", self.author)
                 if plan.entity is not None:
                     after[name] = plan.entity
                 results.append(AddedObservations(name, plan.added))
@@ -196,7 +200,9 @@ class Writes(Reads):
                     missing.append(deletion.entity_name)
                     continue
                 name = resolved[deletion.entity_name]
-                deleted += change_observations(self.store, name, (), contents, now, f"deletions[{index}]").removed
+                deleted += change_observations(
+                    self.store, name, (), contents, now, f"deletions[{index}]", self.author
+                ).removed
         return DeleteOutcome(requested, deleted, tuple(distinct(missing)))
 
     def delete_relations(self, relations: Sequence[Relation]) -> DeleteOutcome:

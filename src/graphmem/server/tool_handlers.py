@@ -12,6 +12,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from graphmem.core.errors import GraphmemError
+from graphmem.server.access import identity_of, read_only_refusal
 from graphmem.server.notices import send_logs
 from graphmem.server.resource_handlers import notify_updated
 from graphmem.server.state import AppState
@@ -107,10 +108,12 @@ def _pages(tools: list[types.Tool], size: int | None) -> dict[str | None, types.
     return pages
 
 
-def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any) -> ToolOutput:
+def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, author: str | None) -> ToolOutput:
     """Run a tool where the store's calls run (`AppState.run`), stopped and rolled back past
-    the call time limit; a reusable read may be answered from the answers kept."""
-    with state.tools.graph.time_limit(state.call_time_limit if spec.time_limited else 0):
+    the call time limit, its changes recorded as made by `author`; a reusable read may be
+    answered from the answers kept."""
+    graph = state.tools.graph
+    with graph.time_limit(state.call_time_limit if spec.time_limited else 0), graph.authored_by(author):
         return state.answers.run(spec, state.tools, arguments)
 
 
@@ -124,13 +127,19 @@ async def _run_tool(
         return _tool_error(
             f"MCP error -32602: Tool {params.name} not found. Call tools/list to see the tools there are."
         )
+    identity = identity_of(ctx.request)
+    read_only = spec.annotations.read_only_hint is True
+    refusal = read_only_refusal(identity, spec.name, read_only)
+    if refusal is not None:
+        return _tool_error(refusal)
     try:
         arguments = spec.arguments.model_validate(params.arguments or {})
     except ValidationError as error:
         return _tool_error(_format_validation_error(spec.name, error))
     started = time.perf_counter()
+    author = identity.name if identity is not None else None
     try:
-        output = await state.run(_run_within_limit, state, spec, arguments, writes=not spec.annotations.read_only_hint)
+        output = await state.run(_run_within_limit, state, spec, arguments, author, writes=not read_only)
     except GraphmemError as error:
         return _tool_error(str(error))
     except Exception as error:

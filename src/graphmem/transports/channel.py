@@ -18,11 +18,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from graphmem.transports.lines import InFlight, MessageError, encode_message, error_line, parse_message, track
 
@@ -46,6 +47,7 @@ async def line_channel(
     stop: anyio.Event | None = None,
     *,
     idle_seconds: float | None = None,
+    request_context: Any = None,
 ) -> AsyncIterator[ServerStreams]:
     """Streams for `Server.run` (or the SDK's serve loops) over a line reader and writer.
 
@@ -56,7 +58,10 @@ async def line_channel(
         stop: when set, reading ends as at EOF (the requests read are still answered).
         idle_seconds: when given, reading ends as at EOF once nothing has been read for this
             long and no request is waiting for its answer.
+        request_context: attached to every message read, for the handlers as `ctx.request`
+            (the caller's identity, on a TCP connection that presented a token).
     """
+    metadata = None if request_context is None else ServerMessageMetadata(request_context=request_context)
     to_server, from_peer = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_peer, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     in_flight = InFlight()
@@ -107,7 +112,7 @@ async def line_channel(
                     # Only the read may be cut short by `stop`: a request counted in flight
                     # must reach the server, or the drain below would wait for it in vain.
                     with anyio.CancelScope(shield=True):
-                        await to_server.send(SessionMessage(message))
+                        await to_server.send(SessionMessage(message, metadata=metadata))
             # EOF or stop. Closing the server's stream now would cancel the requests in flight.
             if not peer_gone:
                 with anyio.move_on_after(DRAIN_SECONDS):

@@ -8,6 +8,10 @@ itself, and graphmem wants the same rules everywhere):
     Origin not allowed    403  a web page the user opened is not one of ours
     token missing/wrong   401  (with `WWW-Authenticate: Bearer`), on every path but /health
 
+A request that passes with a token carries the token's `Identity` (its name and whether
+it may write) in its ASGI scope under `IDENTITY_KEY`; the MCP SDK hands the request to
+the handlers, which read it there (`server/access.py`).
+
 A Host is allowed when its name (the port does not matter) is loopback, the address
 the server is bound to, this machine's name when it is bound to every address, or one
 given with --allowed-host. An Origin is allowed when its host is allowed in that sense,
@@ -22,13 +26,16 @@ import ipaddress
 import json
 import logging
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["OPEN_PATHS", "RequestGuard", "allowed_host_names", "host_name"]
+from graphmem.config import Credential, Identity
+from graphmem.server.access import IDENTITY_KEY
+
+__all__ = ["OPEN_PATHS", "RequestGuard", "allowed_host_names", "host_name", "identify"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +69,21 @@ def allowed_host_names(bind_host: str, extra: Iterable[str]) -> frozenset[str]:
     return frozenset(name for name in names if name)
 
 
+def identify(presented: str, credentials: Iterable[Credential]) -> Identity | None:
+    """The identity of the configured token equal to `presented`, or None when none is.
+
+    Every configured token is compared, in constant time, whether or not an earlier one
+    matched: the time to answer then tells an attacker neither how much of a guess was
+    right nor which token it resembled.
+    """
+    candidate = presented.encode("utf-8")
+    found: Identity | None = None
+    for credential in credentials:
+        if hmac.compare_digest(candidate, credential.token.encode("utf-8")):
+            found = credential.identity
+    return found
+
+
 def _is_loopback_name(name: str) -> bool:
     if name == "localhost":
         return True
@@ -89,12 +111,12 @@ class RequestGuard:
         *,
         allowed_hosts: frozenset[str],
         allowed_origins: Iterable[str] = (),
-        token: str | None = None,
+        credentials: Sequence[Credential] = (),
     ) -> None:
         self.app = app
         self.allowed_hosts = allowed_hosts
         self.allowed_origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins)
-        self._token = None if token is None else token.encode("utf-8")
+        self._credentials = tuple(credentials)
 
     def _host_allowed(self, host: str | None) -> bool:
         if not host:
@@ -113,15 +135,17 @@ class RequestGuard:
         name = parts.hostname
         return name in self.allowed_hosts or _is_loopback_name(name)
 
-    def _token_matches(self, authorization: str | None) -> bool:
-        assert self._token is not None
+    def _identity(self, authorization: str | None) -> Identity | None:
         scheme, _, presented = (authorization or "").partition(" ")
-        # compare_digest takes as long whatever the first differing byte, so the answer
-        # time tells an attacker nothing about how much of a guess was right.
-        return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode("utf-8"), self._token)
+        if scheme.lower() != "bearer":
+            return None
+        return identify(presented.strip(), self._credentials)
 
     def check(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]] | None:
-        """The refusal for this request (status, body, headers), or None when it may pass."""
+        """The refusal for this request (status, body, headers), or None when it may pass.
+
+        A request that passes with a token gets the token's identity in `scope[IDENTITY_KEY]`.
+        """
         headers = Headers(scope=scope)
         host = headers.get("host")
         if not self._host_allowed(host):
@@ -139,13 +163,16 @@ class RequestGuard:
                 f"Invalid Origin header {origin!r}: requests from that web page are not allowed. "
                 "Start the server with --allowed-origin ORIGIN to allow it.",
             )
-        needs_token = self._token is not None and scope.get("path") not in OPEN_PATHS
-        if needs_token and not self._token_matches(headers.get("authorization")):
-            return _refusal(
-                401,
-                "Unauthorized: send the server's token as `Authorization: Bearer TOKEN`.",
-                {"www-authenticate": 'Bearer realm="graphmem"'},
-            )
+        if self._credentials and scope.get("path") not in OPEN_PATHS:
+            identity = self._identity(headers.get("authorization"))
+            if identity is None:
+                return _refusal(
+                    401,
+                    "Unauthorized: send the server's token as `Authorization: Bearer TOKEN`.",
+                    {"www-authenticate": 'Bearer realm="graphmem"'},
+                )
+            # The same dict travels down to the request the SDK hands the MCP handlers.
+            scope[IDENTITY_KEY] = identity
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -128,7 +128,7 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
         streams,
         allowed_hosts=allowed_host_names(network.host, network.allowed_hosts),
         allowed_origins=network.allowed_origins,
-        token=network.token,
+        credentials=network.credentials,
     )
     return guard, streams.close_all
 

@@ -14,7 +14,9 @@ The token rule: when the server has a token, the first line of every connection 
 
 answered with `{"jsonrpc":"2.0","id":1,"result":{}}`; then MCP starts as usual with
 `initialize`. Any other first line, a wrong token, or nothing within the request
-timeout gets a JSON-RPC error (code -32001) and the connection is closed.
+timeout gets a JSON-RPC error (code -32001) and the connection is closed. With named
+tokens (--tokens-file), the token's identity rides on every message of the connection
+(`ctx.request`), so a read-only token cannot write and changes record their author.
 
 With or without a token, the first MCP line must be `initialize`, and a line that
 looks like HTTP ends the connection: a web page can make a browser send an HTTP
@@ -32,7 +34,6 @@ requests already read are answered (within `DRAIN_SECONDS`), and the store close
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -43,10 +44,11 @@ from anyio.abc import SocketAttribute, SocketStream
 from mcp.server.lowlevel.server import Server
 from mcp.server.runner import serve_dual_era_loop
 
-from graphmem.config import NetworkSettings
+from graphmem.config import Credential, Identity, NetworkSettings
 from graphmem.server import AppState, initialization_options
 from graphmem.transports.channel import line_channel
 from graphmem.transports.gate import first_line_is_initialize, refuse, refuse_http_lines
+from graphmem.transports.guard import identify
 from graphmem.transports.lines import MessageError, encode_message, error_line, parse_message, read_lines
 from graphmem.transports.loop import event_loop_options, wait_for_stop_signal
 
@@ -103,26 +105,29 @@ async def _next_line(lines: AsyncIterator[bytes | MessageError], seconds: float)
     return None
 
 
-async def _authenticate(lines: AsyncIterator[bytes | MessageError], token: bytes, seconds: float) -> tuple[bool, bytes]:
-    """Read the first line and check its token; returns whether it passed and the line to answer with."""
+async def _authenticate(
+    lines: AsyncIterator[bytes | MessageError], credentials: tuple[Credential, ...], seconds: float
+) -> tuple[Identity | None, bytes]:
+    """Read the first line and check its token; returns whose it is (None: refused) and the line to answer with."""
     how = (
         f'Unauthorized: this server needs a token. Send {{"jsonrpc":"2.0","id":1,"method":"{AUTH_METHOD}",'
         '"params":{"token":"TOKEN"}} as the first line, then initialize.'
     )
     first = await _next_line(lines, seconds)
     if first is None or isinstance(first, MessageError):
-        return False, _refusal(how)
+        return None, _refusal(how)
     try:
         message = parse_message(first)
     except MessageError as error:
-        return False, _refusal(how, error.request_id)
+        return None, _refusal(how, error.request_id)
     if not isinstance(message, types.JSONRPCRequest) or message.method != AUTH_METHOD:
-        return False, _refusal(how, getattr(message, "id", None))
+        return None, _refusal(how, getattr(message, "id", None))
     presented = (message.params or {}).get("token")
-    # compare_digest: the time to answer says nothing about how much of a guess was right.
-    if not isinstance(presented, str) or not hmac.compare_digest(presented.encode("utf-8"), token):
-        return False, _refusal("Unauthorized: the token is wrong.", message.id)
-    return True, encode_message(types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result={}))
+    # Compared with every token in constant time, as over HTTP (`guard.identify`).
+    identity = identify(presented, credentials) if isinstance(presented, str) else None
+    if identity is None:
+        return None, _refusal("Unauthorized: the token is wrong.", message.id)
+    return identity, encode_message(types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result={}))
 
 
 async def _chain(first: bytes, rest: AsyncIterator[bytes | MessageError]) -> AsyncIterator[bytes | MessageError]:
@@ -146,7 +151,6 @@ async def serve_tcp(
         announce: told the address (`tcp://host:port`) once the server listens.
         stop: set it to stop: no new connections, and each one ends once it has answered what it read.
     """
-    token = None if network.token is None else network.token.encode("utf-8")
     slots = anyio.CapacityLimiter(MAX_CONNECTIONS)
     options = initialization_options(server)
 
@@ -162,10 +166,11 @@ async def serve_tcp(
                     return
                 try:
                     lines = read_lines(_SocketReader(stream))
-                    if token is not None:
-                        passed, answer = await _authenticate(lines, token, network.request_timeout)
+                    identity: Identity | None = None
+                    if network.credentials:
+                        identity, answer = await _authenticate(lines, network.credentials, network.request_timeout)
                         await write(answer)
-                        if not passed:
+                        if identity is None:
                             return
                     first = await _next_line(lines, network.request_timeout)
                     refusal = first_line_is_initialize(first)
@@ -173,10 +178,9 @@ async def serve_tcp(
                         await write(refuse(refusal or ""))
                         return
                     served = _chain(first, refuse_http_lines(lines, write))
-                    async with line_channel(served, write, stop, idle_seconds=network.idle_timeout) as (
-                        read_stream,
-                        write_stream,
-                    ):
+                    async with line_channel(
+                        served, write, stop, idle_seconds=network.idle_timeout, request_context=identity
+                    ) as (read_stream, write_stream):
                         await serve_dual_era_loop(
                             server, read_stream, write_stream, lifespan_state=state, init_options=options
                         )

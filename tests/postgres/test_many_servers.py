@@ -31,6 +31,10 @@ from tests.helpers_stdio import (
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
+# The servers search by words only: these tests are about writes, and a model embedding in
+# the background of each of five processes would only slow the two cores down.
+WORDS_ONLY = "--no-semantic"
+
 ROUNDS = 15
 SHARED = 3
 
@@ -95,7 +99,7 @@ async def _write(server: RawServer, writer: int, ledger: Ledger) -> None:
 
 
 async def _seed(log_file: Path, database: str) -> None:
-    async with raw_server(log_file, database=database) as server:
+    async with raw_server(log_file, WORDS_ONLY, database=database) as server:
         await server.initialize()
         answer = await server.call(
             create_entities(*(entity(f"Shared-{k}") for k in range(SHARED)), entity("Fact", "the sky is green"))
@@ -105,7 +109,7 @@ async def _seed(log_file: Path, database: str) -> None:
 
 async def _stored(log_file: Path, database: str) -> dict[str, Any]:
     """The whole graph as a fresh server reads it from the database."""
-    async with raw_server(log_file, database=database) as server:
+    async with raw_server(log_file, WORDS_ONLY, database=database) as server:
         await server.initialize()
         answer = await server.call(read_graph())
     assert is_tool_success(answer), answer
@@ -140,7 +144,7 @@ async def test_servers_writing_the_same_entities_at_once_lose_nothing_and_duplic
         await _seed(log_file, postgres_url)
 
         async def one_server(writer: int) -> None:
-            async with raw_server(log_file, database=postgres_url) as server:
+            async with raw_server(log_file, WORDS_ONLY, database=postgres_url) as server:
                 await server.initialize()
                 await _write(server, writer, ledger)
 
@@ -162,21 +166,21 @@ async def test_four_servers_correcting_the_same_fact_at_once_leave_one_line_of_v
     answers: dict[int, dict[str, Any]] = {}
     with anyio.fail_after(90):
         await _seed(log_file, postgres_url)
-        async with raw_server(log_file, "--toolset", "all", database=postgres_url) as reader:
+        async with raw_server(log_file, WORDS_ONLY, "--toolset", "all", database=postgres_url) as reader:
             await reader.initialize()
             before = await reader.call(_tool("get_entity", name="Fact"))
         assert is_tool_success(before), before
         (first,) = before["result"]["structuredContent"]["observationRecords"]
 
         async def correct(writer: int) -> None:
-            async with raw_server(log_file, database=postgres_url) as server:
+            async with raw_server(log_file, WORDS_ONLY, database=postgres_url) as server:
                 await server.initialize()
                 answers[writer] = await server.call(_correct("Fact", first["id"], f"the sky is blue (w{writer})"))
 
         async with anyio.create_task_group() as tasks:
             for writer in range(4):
                 tasks.start_soon(correct, writer)
-        async with raw_server(log_file, "--toolset", "all", database=postgres_url) as reader:
+        async with raw_server(log_file, WORDS_ONLY, "--toolset", "all", database=postgres_url) as reader:
             await reader.initialize()
             after = await reader.call(_tool("get_entity", name="Fact"))
             history = await reader.call(_tool("get_observation_history", entityName="Fact", observationId=first["id"]))
@@ -206,7 +210,7 @@ async def test_servers_killed_at_random_mid_write_lose_no_acknowledged_write(tmp
 
         async def stream_until_killed(writer: int) -> None:
             kill_after = chance.randrange(5, 40)
-            async with raw_server(log_file, database=postgres_url) as server:
+            async with raw_server(log_file, WORDS_ONLY, database=postgres_url) as server:
                 await server.initialize()
                 names: dict[int, str] = {}
 

@@ -173,9 +173,8 @@ def test_a_lock_held_past_the_wait_is_storage_busy_and_changes_nothing(opened: C
     waiter.wait_for_locks(0.2)
     with holder.write():
         holder.observations_of("a")  # holds a's lock until this block ends
-        with pytest.raises(StorageBusyError):
-            with waiter.write():
-                waiter.append_observations("a", ["too late"])
+        with pytest.raises(StorageBusyError), waiter.write():
+            waiter.append_observations("a", ["too late"])
     with waiter.read():
         assert waiter.observations_of("a") == []
     assert waiter.committed_writes() == 0

@@ -117,9 +117,10 @@ def test_writers_in_threads_on_the_same_entities_lose_nothing_and_duplicate_noth
         start.wait()
         for step in range(rounds):
             # Every writer creates the same entities and relations and adds to the same ones.
-            _retrying(lambda: graph.create_entities([Entity("shared", "t"), Entity(f"e{step % 3}", "t")]))
-            _retrying(lambda: graph.create_relations([Relation("shared", f"e{step % 3}", "r")]))
-            _retrying(lambda: graph.add_observations([ObservationAddition("shared", (f"w{index} s{step}",))]))
+            other, fact = f"e{step % 3}", f"w{index} s{step}"
+            _retrying(lambda other=other: graph.create_entities([Entity("shared", "t"), Entity(other, "t")]))
+            _retrying(lambda other=other: graph.create_relations([Relation("shared", other, "r")]))
+            _retrying(lambda fact=fact: graph.add_observations([ObservationAddition("shared", (fact,))]))
 
     with ThreadPoolExecutor(writers) as pool:
         list(pool.map(work, range(writers)))

@@ -251,3 +251,13 @@ def test_a_bulk_insert_by_copy_is_found_at_once(opened: Callable[[], PostgresSto
         assert store.counts().entities == 500 and store.counts().relations == 499
         assert set(store.find_text("fact 49")) == {"entity-49", *(f"entity-{i}" for i in range(490, 500))}
     assert store.integrity_problems() == []
+
+
+def test_a_batch_larger_than_the_servers_lock_table_is_written_whole(opened: Callable[[], PostgresStore]):
+    # Locked name by name, 40,000 names and keys overflowed the lock table ("out of shared memory").
+    store = opened()
+    with store.write():
+        store.insert_entities([Entity(f"e{i}", "t") for i in range(20_000)])
+        store.insert_relations([Relation(f"e{i}", f"e{i + 1}", "next") for i in range(20_000)])
+    with store.read():
+        assert store.counts().entities == 20_000 and store.counts().relations == 20_000

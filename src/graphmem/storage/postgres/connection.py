@@ -141,6 +141,11 @@ def map_postgres_errors(timed: bool = False) -> Iterator[None]:
             "Ask the database's owner for the privileges graphmem needs on its tables."
         ) from exc
     except psycopg.OperationalError as exc:
+        if exc.sqlstate is not None and not exc.sqlstate.startswith(("08", "57P")):
+            # The server answered (out of memory or locks, disk full, ...): the transaction rolled back.
+            raise StorageError(
+                f"The memory database failed ({exc.diag.message_primary}); nothing was changed."
+            ) from exc
         raise StorageError(
             f"The connection to the database failed ({str(exc).strip().splitlines()[0] if str(exc) else exc!r}); "
             "the call may not have been saved: check with a read before repeating it."

@@ -18,6 +18,12 @@ from graphmem.storage.base import AnalyticsRows, EntitySummary, StoreCounts
 from graphmem.storage.entity_query import EntityQuery
 from graphmem.storage.postgres.text import escape, extra_of, unescape
 
+MEMORY_LOCK = 0x67726170686D6531
+"""The advisory lock key of the whole memory (every write holds it, shared or exclusive)."""
+
+MAX_KEY_LOCKS = 256
+"""Past this many names and relation keys, a write locks the whole memory instead."""
+
 _PAGE = 2000
 """Rows per round trip when a read walks a whole table."""
 
@@ -45,6 +51,9 @@ class Transaction:
     """Entities whose word documents the write must rebuild before it commits."""
     locked: set[int] = field(default_factory=set)
     """Advisory lock keys this transaction holds already."""
+    memory_lock: str | None = None
+    """How this write holds the whole memory's advisory lock: `shared` (beside other writers,
+    each name locked apart) or `exclusive` (alone: a batch too large to lock name by name)."""
 
     def __post_init__(self) -> None:
         self.cursor = self.conn.cursor()
@@ -114,11 +123,20 @@ class _Reads:
         commit, and a read-modify-write never works on a stale copy.
         """
         tx = self._tx
-        if not tx.writing:
+        if not tx.writing or tx.memory_lock == "exclusive":
             return
         wanted = sorted(set(keys) - tx.locked)
         if not wanted:
             return
+        if tx.bulk or len(tx.locked) + len(wanted) > MAX_KEY_LOCKS:
+            # Each advisory lock takes a slot of the server's lock table (64 per connection
+            # by default): an import locks the whole memory instead, as SQLite's writer does.
+            tx.cursor.execute("SELECT pg_advisory_xact_lock(%s)", (MEMORY_LOCK,))
+            tx.memory_lock = "exclusive"
+            return
+        if tx.memory_lock is None:
+            tx.cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", (MEMORY_LOCK,))
+            tx.memory_lock = "shared"
         # Scanned in array order, so taken in sorted order: two writers never wait on each
         # other's keys of one batch in opposite orders.
         tx.cursor.execute("SELECT count(pg_advisory_xact_lock(k)) FROM unnest(%s::bigint[]) AS k", (wanted,))

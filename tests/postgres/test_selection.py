@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from click.testing import CliRunner
@@ -90,3 +91,15 @@ def unused_tcp_port_url() -> str:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return f"postgresql://alice:s3cret@127.0.0.1:{port}/team"
+
+
+def test_info_on_a_new_empty_database_opens_it_and_shows_it_without_the_password(postgres_url):
+    # The test server trusts loopback: any password passes, and must never be shown.
+    parts = urlsplit(postgres_url)
+    user = parts.username or "postgres"
+    url = urlunsplit(parts._replace(netloc=f"{user}:s3cret@{parts.hostname}:{parts.port}"))
+    result = CliRunner().invoke(cli, ["info", "--memory-file", url], env={})
+    assert result.exit_code == 0, result.output
+    assert "backend: postgres" in result.output
+    assert "opens: yes (0 entities, 0 relations)" in result.output
+    assert "s3cret" not in result.output

@@ -17,10 +17,12 @@ import threading
 import time
 from collections.abc import Hashable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
+import psycopg
 from psycopg_pool import ConnectionPool
 
-from graphmem.core.errors import StorageError
+from graphmem.core.errors import SchemaVersionError, StorageError
 from graphmem.storage.postgres.connection import IDLE_IN_TRANSACTION_MS, connect_pool, map_postgres_errors
 from graphmem.storage.postgres.reads import Transaction
 from graphmem.storage.postgres.schema import SCHEMA_VERSION, migrate
@@ -63,17 +65,16 @@ class PostgresStore(_Search):
             self._pool.close()
             raise
 
-    def _check_schema_is_current(self, conn: object) -> None:
-        from psycopg import Connection
-
-        assert isinstance(conn, Connection)
-        row = conn.execute(
-            "SELECT coalesce(max(version), 0) FROM graphmem_schema WHERE to_regclass('graphmem_schema') IS NOT NULL"
-        ).fetchone()
-        current = int(row[0]) if row is not None else 0
+    def _check_schema_is_current(self, conn: psycopg.Connection[Any]) -> None:
+        """For a read-only open: refuse a schema other than this graphmem's (a new, empty
+        database has none: version 0), as the SQLite backend does, so that the caller may
+        open it for writing, which migrates it."""
+        row = conn.execute("SELECT to_regclass('graphmem_schema') IS NOT NULL").fetchone()
+        current = 0
+        if row is not None and row[0]:
+            found = conn.execute("SELECT coalesce(max(version), 0) FROM graphmem_schema").fetchone()
+            current = 0 if found is None else int(found[0])
         if current != SCHEMA_VERSION:
-            from graphmem.core.errors import SchemaVersionError
-
             raise SchemaVersionError(
                 f"{self.location} has schema version {current} and this graphmem reads {SCHEMA_VERSION}; "
                 "open it once with a graphmem that may write it."

@@ -1,0 +1,155 @@
+"""Connections to PostgreSQL: the pool, one transaction's session settings, and the mapping of
+driver errors to graphmem's.
+
+Everything here works through PgBouncer in transaction mode: no server-side prepared statements
+(`prepare_threshold=None`), and every setting a transaction needs is made inside it with
+`SET LOCAL`, never once per session. TLS comes from the URL (`sslmode=require`, `sslrootcert=...`)
+and libpq does the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool
+
+from graphmem.core.errors import MemoryOpenError, StorageBusyError, StorageError, TimeLimitError
+
+__all__ = ["connect_pool", "map_postgres_errors", "open_error"]
+
+# Small: graphmem serves one client per process (stdio) or a few calls at once (HTTP), and a
+# team's database is shared by many servers.
+POOL_MIN = 1
+POOL_MAX = 4
+
+CONNECT_TIMEOUT_SECONDS = 10
+"""How long opening one connection may take (libpq's connect_timeout)."""
+
+POOL_WAIT_SECONDS = 30.0
+"""How long a call waits for a free connection of the pool."""
+
+IDLE_IN_TRANSACTION_MS = 60_000
+"""A transaction left open by a stuck graphmem is ended by the server after this long."""
+
+_CHOOSE_ANOTHER = "or give another database URL with --memory-file, MEMORY_FILE_PATH or GRAPHMEM_DATABASE_URL"
+
+_BUSY = (
+    "Another graphmem server was changing the same entities at the same moment (PostgreSQL {what}); "
+    "nothing was changed. Retry the call."
+)
+
+
+def _check_server(url: str, location: str) -> None:
+    """Open one connection now, so that a wrong URL says why at once (the pool only times out)."""
+    try:
+        with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_SECONDS, prepare_threshold=None):
+            pass
+    except psycopg.Error as error:
+        raise open_error(location, error) from error
+
+
+def connect_pool(url: str, location: str) -> ConnectionPool:
+    """A pool of autocommit connections to `url` (transactions are begun by hand, see store.py).
+
+    Raises:
+        MemoryOpenError: the server cannot be reached or refuses us; the message says why and what to do.
+    """
+    _check_server(url, location)
+    pool = ConnectionPool(
+        url,
+        min_size=POOL_MIN,
+        max_size=POOL_MAX,
+        kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+        # A connection the server or a proxy closed meanwhile is replaced before it is lent.
+        check=ConnectionPool.check_connection,
+        timeout=POOL_WAIT_SECONDS,
+        name="graphmem",
+        open=False,
+    )
+    pool.open(wait=True, timeout=POOL_WAIT_SECONDS)
+    return pool
+
+
+def open_error(location: str, error: psycopg.Error) -> MemoryOpenError:
+    """Why a connection to the database failed, and what to do, from libpq's message."""
+    message = str(error).strip()
+    lowered = message.lower()
+    first_line = message.splitlines()[0] if message else type(error).__name__
+    if "password authentication failed" in lowered or "no password supplied" in lowered:
+        return MemoryOpenError(
+            location,
+            "the server refused the user name or password",
+            "Check the user and password (in the URL, PGPASSWORD or ~/.pgpass) with the database's owner.",
+        )
+    if "does not exist" in lowered and "database" in lowered:
+        return MemoryOpenError(
+            location,
+            "there is no such database on that server",
+            f"Create it first (createdb, or CREATE DATABASE as its owner), {_CHOOSE_ANOTHER}.",
+        )
+    if "ssl" in lowered or "certificate" in lowered:
+        return MemoryOpenError(
+            location,
+            f"the TLS connection failed ({first_line})",
+            "Check sslmode and sslrootcert in the URL against what the server offers.",
+        )
+    if "connection refused" in lowered or "could not translate host name" in lowered or "timeout" in lowered:
+        return MemoryOpenError(
+            location,
+            f"the server cannot be reached ({first_line})",
+            f"Check the host and port and that PostgreSQL is running there, {_CHOOSE_ANOTHER}.",
+        )
+    if "no pg_hba.conf entry" in lowered or "permission denied" in lowered:
+        return MemoryOpenError(
+            location,
+            f"the server does not let this user in ({first_line})",
+            "Ask the database's owner to allow this user and host (pg_hba.conf, GRANT CONNECT).",
+        )
+    return MemoryOpenError(location, f"PostgreSQL refused the connection ({first_line})", "Check the URL.")
+
+
+@contextmanager
+def map_postgres_errors(timed: bool = False) -> Iterator[None]:
+    """Turn psycopg errors into `StorageError`s, so no driver type or SQL leaves storage/.
+
+    A serialization failure, a deadlock or a lock not granted in time is `StorageBusyError`:
+    the transaction changed nothing and the whole call may be made again. A statement stopped
+    by `statement_timeout` is `TimeLimitError` when the store set one (`timed`).
+    """
+    try:
+        yield
+    except (pg_errors.SerializationFailure, pg_errors.DeadlockDetected) as exc:
+        what = "serialization failure" if isinstance(exc, pg_errors.SerializationFailure) else "deadlock"
+        raise StorageBusyError(_BUSY.format(what=what)) from exc
+    except pg_errors.LockNotAvailable as exc:
+        raise StorageBusyError(
+            "The memory stayed locked by another graphmem server for too long; nothing was changed. Retry the call."
+        ) from exc
+    except pg_errors.QueryCanceled as exc:
+        if timed:
+            raise TimeLimitError(
+                "The call ran past the server's time limit and was stopped; nothing was changed. "
+                "Ask for less at once (a limit, fewer names, a narrower query) and call again."
+            ) from exc
+        raise StorageError(f"The database stopped the call ({exc.diag.message_primary}); nothing was changed.") from exc
+    except pg_errors.InsufficientPrivilege as exc:
+        raise StorageError(
+            f"The database user may not do this ({exc.diag.message_primary}); nothing was changed. "
+            "Ask the database's owner for the privileges graphmem needs on its tables."
+        ) from exc
+    except psycopg.OperationalError as exc:
+        if exc.sqlstate is not None and not exc.sqlstate.startswith(("08", "57P")):
+            # The server answered (out of memory or locks, disk full, ...): the transaction rolled back.
+            raise StorageError(
+                f"The memory database failed ({exc.diag.message_primary}); nothing was changed."
+            ) from exc
+        raise StorageError(
+            f"The connection to the database failed ({str(exc).strip().splitlines()[0] if str(exc) else exc!r}); "
+            "the call may not have been saved: check with a read before repeating it."
+        ) from exc
+    except psycopg.Error as exc:
+        primary = exc.diag.message_primary or str(exc).strip().splitlines()[0]
+        raise StorageError(f"The memory database failed ({primary}); nothing was changed.") from exc

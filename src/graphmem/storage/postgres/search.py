@@ -1,0 +1,208 @@
+"""PostgresStore's searches: the official substring search, and ranked word search (BM25).
+
+The official search is `LIKE '%needle%'` on the lower-cased copies graphmem writes (a pg_trgm
+index narrows it). Ranked search scores entities in Python with storage/words.py, from the word
+documents kept on each entity (`words`, pg_trgm-indexed, finds the entities holding a word), so
+its scores are the JSONL backend's and SQLite's FTS5 `bm25()` to the bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from graphmem.storage.base import FieldHits
+from graphmem.storage.postgres.text import StoredDocument, escape, like_pattern, mid_escape_regex, unescape
+from graphmem.storage.postgres.writes import _Writes
+from graphmem.storage.words import (
+    RANKED_AT_MOST,
+    SearchHit,
+    SearchResult,
+    Term,
+    WordSearch,
+    everywhere_count,
+    idf,
+    informative,
+    is_common,
+    is_everywhere,
+    score,
+    stem,
+)
+
+# Of words each found in more than RANKED_AT_MOST entities, the newest holding one are scored:
+# this many for each hit wanted, at most _NEWEST_SCORED (as the SQLite backend does).
+_NEWEST_PER_WANTED = 4
+_NEWEST_SCORED = 1000
+
+
+def _contains(column: str, needle: str, params: dict[str, Any]) -> str:
+    """SQL true where `column` (a lower-cased copy) contains `needle` (lower-case, unescaped)."""
+    escaped = escape(needle)
+    params["pattern"] = like_pattern(escaped)
+    condition = f"{column} LIKE %(pattern)s"
+    regex = mid_escape_regex(escaped)
+    if regex is not None:
+        params["regex"] = regex
+        condition += f" AND {column} ~ %(regex)s"
+    return condition
+
+
+def _word_pattern(term: Term) -> str:
+    """A LIKE pattern on the words blob for an entity holding the term's index word."""
+    word = stem(term.word).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"% {word}%" if term.prefix else f"% {word} %"
+
+
+class _Search(_Writes):
+    """The searches of `PostgresStore`."""
+
+    def find_text(self, needle: str) -> dict[str, FieldHits]:
+        params: dict[str, Any] = {}
+        name, entity_type = _contains("name_lc", needle, params), _contains("type_lc", needle, params)
+        entity_rows = self._rows(
+            f"SELECT id, name, {name}, {entity_type} FROM entities WHERE ({name}) OR ({entity_type})", params
+        )
+        observation_rows = self._rows(
+            "SELECT e.id, e.name, count(*) FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
+            f" WHERE {_contains('o.content_lc', needle, params)} GROUP BY e.id, e.name",
+            params,
+        )
+        hits: dict[str, FieldHits] = {}
+        for entity_id, stored_name, in_name, in_type in entity_rows:
+            hits[unescape(stored_name)] = FieldHits(bool(in_name), bool(in_type), 0, entity_id)
+        for entity_id, stored_name, count in observation_rows:
+            found = unescape(stored_name)
+            previous = hits.get(found)
+            in_name, in_type = (False, False) if previous is None else (previous.in_name, previous.in_type)
+            hits[found] = FieldHits(in_name, in_type, int(count), entity_id)
+        return hits
+
+    # -- ranked search ---------------------------------------------------------------
+
+    def _official_walk(self, search: WordSearch, reach: int | None) -> list[int]:
+        """Ids of the entities containing a needle, newest first: those whose name or type
+        contains one first, then those whose observations do (each at its newest matching
+        observation), as the SQLite backend walks its indexes; the first `reach` (or all)."""
+        of_type = "" if search.entity_type is None else " AND e.entity_type = %(type)s"
+        found: dict[int, None] = {}
+        needles = list(dict.fromkeys(search.needles))
+        for in_names in (True, False):
+            for needle in needles:
+                if reach is not None and len(found) >= reach:
+                    return list(found)
+                params: dict[str, Any] = {"type": None if search.entity_type is None else escape(search.entity_type)}
+                params["limit"] = None if reach is None else reach
+                if in_names:
+                    name, kind = _contains("e.name_lc", needle, params), _contains("e.type_lc", needle, params)
+                    sql = f"SELECT e.id FROM entities AS e WHERE (({name}) OR ({kind})){of_type} ORDER BY e.id DESC"
+                else:
+                    sql = (
+                        "SELECT o.entity_id FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
+                        f" WHERE {_contains('o.content_lc', needle, params)}{of_type}"
+                        " GROUP BY o.entity_id ORDER BY max(o.id) DESC"
+                    )
+                for (entity_id,) in self._rows(f"{sql} LIMIT %(limit)s", params):
+                    found[entity_id] = None
+                    if reach is not None and len(found) >= reach:
+                        return list(found)
+        return list(found)
+
+    def _count_term(self, term: Term, at_most: int) -> int:
+        ((count,),) = self._rows(
+            "SELECT count(*) FROM (SELECT 1 FROM entities WHERE words LIKE %s LIMIT %s) AS found",
+            (_word_pattern(term), at_most),
+        )
+        return int(count)
+
+    def _statistics(self) -> tuple[int, float]:
+        """The word index's rows (every entity) and their mean number of words."""
+        ((entities, words),) = self._rows("SELECT entities, words FROM graphmem_state WHERE id = 1")
+        delta = self._tx.delta
+        rows, total = int(entities) + delta.entities, int(words) + delta.words
+        return rows, (total / rows if rows else 0.0)
+
+    def _documents(self, where: str, params: Sequence[Any]) -> dict[int, StoredDocument]:
+        rows = self._rows(f"SELECT id, word_columns FROM entities WHERE {where}", params)
+        return {entity_id: StoredDocument(columns) for entity_id, columns in rows}
+
+    def search_entities(self, search: WordSearch) -> SearchResult:
+        if self._tx.writing:
+            self._refresh_words()  # the search sees what this write changed
+        end = None if search.limit is None else search.offset + search.limit
+        named_end = end if search.named_at_most is None else search.offset + search.named_at_most
+        if end is not None and named_end is not None:
+            named_end = min(end, named_end)
+        newest = self._official_walk(search, RANKED_AT_MOST + 1)
+        if len(newest) > RANKED_AT_MOST:
+            return self._newest_official(search, end, named_end)
+        official = set(newest)
+        rows, average = self._statistics()
+        counts_all = [self._count_term(term, (rows + 1) // 2) for term in search.terms]
+        kept = informative(counts_all, rows)
+        terms, counts = [search.terms[i] for i in kept], [counts_all[i] for i in kept]
+        everywhere = (
+            bool(official)
+            and bool(counts)
+            and all(is_common(count, rows) for count in counts)
+            and all(is_everywhere(self._count_term(term, everywhere_count(rows)), rows) for term in terms)
+        )
+        if everywhere:
+            ranked = [(entity_id, True, 0.0) for entity_id in sorted(official)]
+            page = ranked[search.offset : named_end]
+            total = len(ranked) if end is None else min(end, len(ranked))
+            return SearchResult(self._hits(page), max(0, total - search.offset))
+        idfs = [idf(count, rows) for count in counts]
+        weights = search.weights
+        patterns = [_word_pattern(term) for term in terms]
+        stems = [(stem(term.word), term.prefix) for term in terms]
+
+        def scores_of(documents: dict[int, StoredDocument]) -> dict[int, float]:
+            scored = {}
+            for entity_id, document in documents.items():
+                frequencies = [document.frequency(word, prefix, weights) for word, prefix in stems]
+                if any(frequencies):
+                    scored[entity_id] = score(frequencies, idfs, document.length, average)
+            return scored
+
+        official_scores = scores_of(self._documents("id = ANY(%s)", (sorted(official),))) if terms and official else {}
+        ranked_official = sorted(official, key=lambda i: (-official_scores.get(i, 0.0), i))
+        wanted = search.max_word_matches if end is None else end - len(official)
+        best: list[tuple[int, float]] = []
+        if terms and wanted > 0:
+            any_term = " OR ".join(["words LIKE %s"] * len(patterns))
+            where = f"({any_term}) AND NOT (id = ANY(%s))"
+            params: list[Any] = [*patterns, sorted(official)]
+            if search.entity_type is not None:
+                where += " AND entity_type = %s"
+                params.append(escape(search.entity_type))
+            if all(count > RANKED_AT_MOST for count in counts):
+                # Words that tell thousands of entities apart little: the newest are scored.
+                where += " ORDER BY id DESC LIMIT %s"
+                params.append(min(_NEWEST_SCORED, _NEWEST_PER_WANTED * max(1, wanted)))
+            scored = scores_of(self._documents(where, params))
+            best = sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:wanted]
+        ranked = [(i, True, official_scores.get(i, 0.0)) for i in ranked_official]
+        ranked += [(i, False, value) for i, value in best]
+        page = ranked[search.offset : named_end]
+        total = len(ranked) if end is None else min(end, len(ranked))
+        return SearchResult(self._hits(page), max(0, total - search.offset))
+
+    def _hits(self, page: Sequence[tuple[int, bool, float]]) -> list[SearchHit]:
+        names = dict(self._rows("SELECT id, name FROM entities WHERE id = ANY(%s)", ([i for i, _, _ in page],)))
+        return [SearchHit(unescape(names[i]), official, value) for i, official, value in page]
+
+    def _newest_official(self, search: WordSearch, end: int | None, named_end: int | None) -> SearchResult:
+        """The answer when more than `RANKED_AT_MOST` entities contain a query: newest first
+        (see the SQLite backend's `_newest_official`)."""
+        if end is not None:
+            reach: int | None = end
+        elif named_end is not None:
+            reach = max(named_end, RANKED_AT_MOST) + 1
+        else:
+            reach = None
+        ids = self._official_walk(search, reach)
+        hits = self._hits([(entity_id, True, 0.0) for entity_id in ids[search.offset : named_end]])
+        if end is not None:
+            return SearchResult(hits, max(0, min(end, len(ids)) - search.offset))
+        more = reach is not None and len(ids) >= reach
+        return SearchResult(hits, max(0, len(ids) - search.offset), more=more)

@@ -1,0 +1,115 @@
+"""How texts are stored in PostgreSQL: escaped past U+0000, lower-cased by Python, and the
+values derived from an entity that graphmem writes beside it (word document, extra-key copies).
+
+PostgreSQL's `text` cannot hold U+0000, which the other backends keep. Every stored text goes
+through `escape`: U+0000 becomes U+0001 U+0002 and U+0001 becomes U+0001 U+0003. The escape
+keeps code-point order (so ORDER BY ... COLLATE "C" sorts as Python does) and keeps substring
+matches, but for one case: a needle starting with U+0002 or U+0003 can match the second half
+of an escape; `like_condition` rules that out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from graphmem.core.models import Entity
+from graphmem.storage.entity_query import importance_of, instant, thread_of
+from graphmem.storage.words import WordDocument, index_words
+
+_ESCAPES = {"\x00": "\x01\x02", "\x01": "\x01\x03"}
+_ESCAPED = re.compile("[\x00\x01]")
+_UNESCAPED = re.compile("\x01[\x02\x03]")
+
+
+def escape(text: str) -> str:
+    """`text` as PostgreSQL can store it (see the module docstring)."""
+    if "\x00" not in text and "\x01" not in text:
+        return text
+    return _ESCAPED.sub(lambda match: _ESCAPES[match.group()], text)
+
+
+def unescape(text: str) -> str:
+    """The text `escape` was given."""
+    if "\x01" not in text:
+        return text
+    return _UNESCAPED.sub(lambda match: "\x00" if match.group() == "\x01\x02" else "\x01", text)
+
+
+def lowered(text: str) -> str:
+    """The stored lower-cased copy: Python's str.lower(), which is JavaScript's toLowerCase()."""
+    return escape(text.lower())
+
+
+def like_pattern(needle: str) -> str:
+    """A LIKE pattern for texts containing `needle` (already escaped), with %, _ and \\ taken literally."""
+    return "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def mid_escape_regex(needle: str) -> str | None:
+    """For a needle that could match the second half of an escape: a regular expression that
+    matches only where it does not (not right after U+0001); None for every other needle."""
+    if not needle or needle[0] not in "\x02\x03":
+        return None
+    # Every character outside [A-Za-z0-9] is escaped: in PostgreSQL's regular expressions a
+    # backslash before anything else is taken literally.
+    body = "".join(char if char.isascii() and char.isalnum() else "\\" + char for char in needle)
+    return "(^|[^\x01])" + body
+
+
+def extra_json(extra: dict[str, Any] | None) -> str | None:
+    """The stored form of an entity's or relation's extra keys (JSON text: json.dumps spells
+    U+0000 as \\u0000, which jsonb would refuse)."""
+    return json.dumps(extra, ensure_ascii=False) if extra else None
+
+
+def extra_of(value: str | None) -> dict[str, Any] | None:
+    """The extra keys back from their stored form."""
+    return json.loads(value) if value else None
+
+
+def document_columns(entity: Entity) -> list[str]:
+    """The entity's word-index columns (name, aliases, type, observations), words space-separated."""
+    return [
+        " ".join(index_words(entity.name)),
+        " ".join(word for alias in entity.aliases for word in index_words(alias)),
+        " ".join(index_words(entity.entity_type)),
+        " ".join(word for observation in entity.observations for word in index_words(observation)),
+    ]
+
+
+def words_blob(columns: Sequence[str]) -> str:
+    """Every word of the columns with a space on each side: what the trigram index searches."""
+    return " " + " ".join(column for column in columns if column) + " "
+
+
+def word_count(columns: Sequence[str]) -> int:
+    """How many index words the columns hold (the document's BM25 length)."""
+    return sum(len(column.split()) for column in columns)
+
+
+class StoredDocument(WordDocument):
+    """A `WordDocument` rebuilt from its stored columns, without tokenizing the texts again."""
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = tuple(tuple(column.split()) for column in columns)
+        self.length = sum(len(column) for column in self.columns)
+        self._blob = " " + " ".join(word for column in self.columns for word in column) + " "
+
+
+def derived_columns(extra: dict[str, Any] | None) -> tuple[Any, ...]:
+    """created_at, updated_at, created_instant, updated_instant, importance, version, thread_id."""
+    values = extra or {}
+    created, updated, version = values.get("createdAt"), values.get("updatedAt"), values.get("version")
+    thread = thread_of(extra)
+    return (
+        escape(created) if isinstance(created, str) else None,
+        escape(updated) if isinstance(updated, str) else None,
+        instant(created),
+        instant(updated),
+        importance_of(extra),
+        version if isinstance(version, int) and not isinstance(version, bool) and abs(version) < 2**63 else None,
+        escape(thread) if thread is not None else None,
+    )

@@ -3,14 +3,18 @@
     python -m benchmarks.load                          # 8 clients, 20 seconds, SSE answers
     python -m benchmarks.load --clients 16 --seconds 30 --write-share 0.5
     python -m benchmarks.load --json-response          # the server answers with JSON bodies
+    python -m benchmarks.load --servers 2 --postgres   # two servers on one throw-away PostgreSQL database
+    python -m benchmarks.load --servers 2 --database postgresql://me@db.example/bench   # on your own server
 
-Each client opens its own MCP session and, until the time is up, makes one call at a
-time: a write (create_entities of a new entity, or add_observations to one it made)
+With --servers N, N server processes serve one memory (a SQLite file, or a PostgreSQL
+database with --postgres or --database) and the clients are dealt out among them, as a
+team's servers share one database. Each client opens its own MCP session and, until the
+time is up, makes one call at a time: a write (create_entities of a new entity, or add_observations to one it made)
 with probability --write-share, else a read (search_nodes, open_nodes). The memory is
 seeded with 500 entities first. Afterwards the memory is opened directly and every
 write the clients were told succeeded is looked for.
 
-It prints throughput, p50/p99 latency, errors (must be 0) and writes acknowledged
+It prints throughput, p50/p95/p99 latency, errors (must be 0) and writes acknowledged
 versus stored (must be equal), and exits 1 if either rule is broken. The clients are
 raw HTTP (httpx2, as the SDK uses), so the figures are the server's and the HTTP
 stack's, not an SDK client's; client and server share the machine's cores.
@@ -57,6 +61,8 @@ class LoadReport:
 
     clients: int
     seconds: float
+    servers: int = 1
+    backend: str = "sqlite"
     latencies_ms: list[float] = field(default_factory=list)
     reads: int = 0
     errors: list[str] = field(default_factory=list)
@@ -83,11 +89,13 @@ class LoadReport:
 
     def lines(self) -> list[str]:
         return [
-            f"clients: {self.clients}, {self.seconds:.0f} s, mixed reads and writes over Streamable HTTP",
+            f"clients: {self.clients} on {self.servers} server(s) sharing one {self.backend} memory, "
+            f"{self.seconds:.0f} s, mixed reads and writes over Streamable HTTP",
             f"calls: {self.calls} ({self.reads} reads, {self.calls - self.reads} writes)",
             f"throughput: {self.calls / self.seconds:.0f} calls/s",
             f"latency: p50 {statistics.median(self.latencies_ms) if self.latencies_ms else 0:.1f} ms, "
-            f"p99 {self.percentile(0.99):.1f} ms, max {max(self.latencies_ms, default=0):.1f} ms",
+            f"p95 {self.percentile(0.95):.1f} ms, p99 {self.percentile(0.99):.1f} ms, "
+            f"max {max(self.latencies_ms, default=0):.1f} ms",
             f"errors: {len(self.errors)}",
             f"writes acknowledged: {self.writes_acknowledged}, stored: {self.writes_stored}",
         ]
@@ -197,7 +205,7 @@ async def _client(url: str, number: int, deadline: float, write_share: float, re
         await client.close()
 
 
-def _start_server(memory: Path, json_response: bool) -> tuple[subprocess.Popen[bytes], str, threading.Thread]:
+def _start_server(memory: str, json_response: bool) -> tuple[subprocess.Popen[bytes], str, threading.Thread]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("GRAPHMEM_")}
     env["MEMORY_FILE_PATH"] = str(memory)
     command = [sys.executable, "-m", "graphmem", "serve", "--http", "--port", "0"]
@@ -215,8 +223,12 @@ def _start_server(memory: Path, json_response: bool) -> tuple[subprocess.Popen[b
     return server, match.group(1), draining
 
 
-def _seed(memory: Path) -> None:
-    store = open_store(Settings(memory_path=memory))
+def _settings(memory: str) -> Settings:
+    return Settings.from_env({}, memory_file=memory, semantic=False)
+
+
+def _seed(memory: str) -> None:
+    store = open_store(_settings(memory))
     try:
         KnowledgeGraph(store).create_entities(
             [
@@ -228,9 +240,9 @@ def _seed(memory: Path) -> None:
         store.close()
 
 
-def _count(memory: Path, report: LoadReport) -> None:
+def _count(memory: str, report: LoadReport) -> None:
     """Look up, in the memory itself, every write the clients were told succeeded."""
-    store = open_store(Settings(memory_path=memory))
+    store = open_store(_settings(memory))
     try:
         graph = KnowledgeGraph(store).read_graph()
     finally:
@@ -241,35 +253,69 @@ def _count(memory: Path, report: LoadReport) -> None:
     report.stored_observations = sum(key in stored for key in report.acknowledged_observations)
 
 
-def run_load(clients: int, seconds: float, write_share: float = 0.3, json_response: bool = False) -> LoadReport:
-    """Run the load test on a fresh memory in a temporary folder and count the writes afterwards."""
-    report = LoadReport(clients=clients, seconds=seconds)
-    with tempfile.TemporaryDirectory() as folder:
-        memory = Path(folder) / "memory.db"
-        _seed(memory)
-        server, url, draining = _start_server(memory, json_response)
-        try:
+def _stop(server: subprocess.Popen[bytes], draining: threading.Thread) -> None:
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    draining.join(timeout=10)
+    if server.stderr is not None:
+        server.stderr.close()
 
-            async def drive() -> None:
-                deadline = time.monotonic() + seconds
-                # The whole run is bounded: a stuck server fails it instead of hanging.
-                with anyio.fail_after(seconds + 60):
-                    async with anyio.create_task_group() as tasks:
-                        for number in range(clients):
-                            tasks.start_soon(_client, url, number, deadline, write_share, report)
 
-            anyio.run(drive)
-        finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-            draining.join(timeout=10)
-            if server.stderr is not None:
-                server.stderr.close()
-        _count(memory, report)
+def _run_on(memory: str, report: LoadReport, write_share: float, json_response: bool) -> None:
+    _seed(memory)
+    started: list[tuple[subprocess.Popen[bytes], str, threading.Thread]] = []
+    try:
+        for _ in range(report.servers):
+            started.append(_start_server(memory, json_response))
+        urls = [url for _, url, _ in started]
+
+        async def drive() -> None:
+            deadline = time.monotonic() + report.seconds
+            # The whole run is bounded: a stuck server fails it instead of hanging.
+            with anyio.fail_after(report.seconds + 60):
+                async with anyio.create_task_group() as tasks:
+                    for number in range(report.clients):
+                        url = urls[number % len(urls)]
+                        tasks.start_soon(_client, url, number, deadline, write_share, report)
+
+        anyio.run(drive)
+    finally:
+        for server, _, draining in started:
+            _stop(server, draining)
+    _count(memory, report)
+
+
+def run_load(
+    clients: int,
+    seconds: float,
+    write_share: float = 0.3,
+    json_response: bool = False,
+    *,
+    servers: int = 1,
+    database: str | None = None,
+    postgres: bool = False,
+) -> LoadReport:
+    """Run the load test on a fresh memory and count the writes afterwards.
+
+    The memory is a SQLite file in a temporary folder, the database `database` names
+    (which must be empty), or with `postgres` a database on a throw-away PostgreSQL server.
+    """
+    backend = "postgres" if database or postgres else "sqlite"
+    report = LoadReport(clients=clients, seconds=seconds, servers=servers, backend=backend)
+    if database is not None:
+        _run_on(database, report, write_share, json_response)
+    elif postgres:
+        from tests.helpers_postgres import running_postgres
+
+        with running_postgres() as server:
+            _run_on(server.create_database("load"), report, write_share, json_response)
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            _run_on(str(Path(folder) / "memory.db"), report, write_share, json_response)
     return report
 
 
@@ -279,8 +325,20 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="how long to run (default 20)")
     parser.add_argument("--write-share", type=float, default=0.3, help="share of calls that write (default 0.3)")
     parser.add_argument("--json-response", action="store_true", help="have the server answer with JSON bodies")
+    parser.add_argument("--servers", type=int, default=1, help="server processes sharing the memory (default 1)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--postgres", action="store_true", help="a database on a throw-away PostgreSQL server")
+    where.add_argument("--database", metavar="URL", help="an empty PostgreSQL database of your own")
     args = parser.parse_args()
-    report = run_load(args.clients, args.seconds, args.write_share, args.json_response)
+    report = run_load(
+        args.clients,
+        args.seconds,
+        args.write_share,
+        args.json_response,
+        servers=args.servers,
+        database=args.database,
+        postgres=args.postgres,
+    )
     for line in report.lines():
         print(line)
     for error in report.errors[:10]:

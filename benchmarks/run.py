@@ -3,6 +3,7 @@
     ./scripts/bench                                    # every size below, the targets, the chart
     python -m benchmarks.run --sizes 100 40000         # some sizes only
     python -m benchmarks.run --no-official             # graphmem alone
+    python -m benchmarks.run --sizes 40000 --postgres  # graphmem on PostgreSQL too, beside SQLite
 
 For each size (default 100; 1,000; 10,000; 40,000 and 1,000,000 entities, three
 relations and three observations each, see benchmarks/graphs.py) it writes the graph
@@ -18,6 +19,10 @@ recommends), and serving the official JSONL file itself (the drop-in backend, wh
 writes rewrite the whole file as the official server's do). The ratio compares the
 official server with graphmem on SQLite.
 
+With --postgres, graphmem also imports the file into a database on a throw-away
+PostgreSQL server (tests/helpers_postgres.py; --database URL names an empty one of
+your own) and serves it over stdio, timed in the same alternating batches as SQLite.
+
 It prints median and p95 per operation, the cold start (process start to the
 `initialize` answer, median of several starts) beside where Python's start-up time
 goes, each server's peak memory and bytes on disk, then checks the figures against the
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import json
 import os
 import shutil
@@ -37,15 +43,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.chart import draw_chart
 from benchmarks.client import PipeClient, peak_memory_mb
 from benchmarks.graphs import VOCABULARY, generate, write_official_jsonl
 from benchmarks.targets import check_targets
+
+if TYPE_CHECKING:
+    from tests.helpers_postgres import PostgresServer
 
 __all__ = ["PipeClient", "generate", "operations"]  # PipeClient and generate: for the other benchmarks
 
@@ -245,7 +254,7 @@ def median_cold_start(command: list[str], env: dict[str, str], runs: int = COLD_
     return statistics.median(starts)
 
 
-def timed_import(jsonl: Path, db: Path, env: dict[str, str], show_progress: bool) -> tuple[float, float]:
+def timed_import(jsonl: Path, db: Path | str, env: dict[str, str], show_progress: bool) -> tuple[float, float]:
     """`graphmem import` of the official file: seconds, and the import process's peak memory in MB.
 
     The peak is the process's own high-water mark, read while it runs: the kernel's
@@ -273,7 +282,12 @@ def _bytes_on_disk(db: Path) -> int:
 
 
 def bench_size(
-    size: int, repeats: int, official: list[str] | None, workdir: Path, cold_starts: int = COLD_STARTS
+    size: int,
+    repeats: int,
+    official: list[str] | None,
+    workdir: Path,
+    cold_starts: int = COLD_STARTS,
+    database: str | None = None,
 ) -> dict[str, Any]:
     jsonl = workdir / f"official-{size}.jsonl"
     write_official_jsonl(jsonl, size)
@@ -289,6 +303,9 @@ def bench_size(
         drop_in = workdir / f"drop-in-{size}.jsonl"
         shutil.copyfile(jsonl, drop_in)
         commands["graphmem-jsonl"] = (graphmem, {**base_env, "MEMORY_FILE_PATH": str(drop_in)})
+    if database is not None:
+        postgres_import_seconds, _ = timed_import(jsonl, database, base_env, show_progress=size >= 100_000)
+        commands["graphmem-postgres"] = (graphmem, {**base_env, "MEMORY_FILE_PATH": database})
     if official and size <= OFFICIAL_MAX_SIZE:
         commands["official"] = (official, {**base_env, "MEMORY_FILE_PATH": str(jsonl)})
     cold_start_seconds = {
@@ -323,6 +340,8 @@ def bench_size(
         "peak_memory_mb": {name: client.peak_memory_mb() for name, client in servers.items()},
         "operations": {},
     }
+    if database is not None:
+        report["postgres_import_seconds"] = postgres_import_seconds
     for operation in operations(size):
         row = {}
         for name in servers:
@@ -337,12 +356,26 @@ def bench_size(
     return report
 
 
+@contextlib.contextmanager
+def _postgres(args: argparse.Namespace) -> Iterator[PostgresServer | None]:
+    """The throw-away PostgreSQL server --postgres asks for, for the whole run."""
+    if not args.postgres:
+        yield None
+        return
+    from tests.helpers_postgres import running_postgres
+
+    with running_postgres() as server:
+        yield server
+
+
 def print_report(report: dict[str, Any]) -> None:
     print(f"\n{report['size']:,} entities, {report['relations']:,} relations")
     print(
         f"  graphmem import of the JSONL file: {report['graphmem_import_seconds']:.2f} s, "
         f"peak memory {report['graphmem_import_peak_memory_mb']:.0f} MB"
     )
+    if "postgres_import_seconds" in report:
+        print(f"  graphmem import into PostgreSQL: {report['postgres_import_seconds']:.2f} s")
     print("  cold start: " + ", ".join(f"{k} {v:.2f} s" for k, v in report["cold_start_seconds"].items()))
     print(
         "  peak memory: "
@@ -351,8 +384,10 @@ def print_report(report: dict[str, Any]) -> None:
         + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in report["bytes_on_disk"].items())
     )
     drop_in = any("graphmem-jsonl" in row for row in report["operations"].values())
+    postgres = any("graphmem-postgres" in row for row in report["operations"].values())
     header = f"  {'operation':<26}{'graphmem median/p95 ms':>24}"
     header += f"{'jsonl backend':>15}" if drop_in else ""
+    header += f"{'postgres median/p95':>22}" if postgres else ""
     print(header + f"{'official median/p95 ms':>26}{'ratio':>9}")
     for name, row in report["operations"].items():
         if "graphmem" not in row:
@@ -361,6 +396,9 @@ def print_report(report: dict[str, Any]) -> None:
         line = f"  {name:<26}{ours['median_ms']:>12.2f} /{ours['p95_ms']:>8.2f}"
         if drop_in:
             line += f"{row['graphmem-jsonl']['median_ms']:>15.2f}" if "graphmem-jsonl" in row else " " * 15
+        if postgres:
+            theirs = row.get("graphmem-postgres")
+            line += f"{theirs['median_ms']:>12.2f} /{theirs['p95_ms']:>8.2f}" if theirs else " " * 22
         if "official" in row:
             theirs = row["official"]
             ratio = theirs["median_ms"] / ours["median_ms"]
@@ -381,6 +419,9 @@ def main() -> None:
     )
     parser.add_argument("--results", type=Path, default=RESULTS, help="folder for the JSON figures")
     parser.add_argument("--chart", type=Path, default=CHART, help="where to draw the chart")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--postgres", action="store_true", help="graphmem on a throw-away PostgreSQL server too")
+    where.add_argument("--database", metavar="URL", help="graphmem on this empty PostgreSQL database too")
     args = parser.parse_args()
     official = None if args.no_official else official_command()
     if official is None and not args.no_official:
@@ -394,11 +435,14 @@ def main() -> None:
         + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in start_up.items())
     )
     reports = []
-    with tempfile.TemporaryDirectory(prefix="graphmem-bench-") as folder:
+    with tempfile.TemporaryDirectory(prefix="graphmem-bench-") as folder, _postgres(args) as server:
         for size in args.sizes:
             if official and size > OFFICIAL_MAX_SIZE:
                 print(f"\n{size:,} entities: past {OFFICIAL_MAX_SIZE:,} the official server runs for hours")
-            report = bench_size(size, args.repeats, official, Path(folder), args.cold_starts)
+            database = args.database
+            if server is not None:
+                database = server.create_database(f"bench{size}")
+            report = bench_size(size, args.repeats, official, Path(folder), args.cold_starts, database)
             report["start_up_seconds"] = start_up
             print_report(report)
             reports.append(report)

@@ -15,7 +15,16 @@ from graphmem.server import build_server
 from graphmem.storage import open_store
 from tests.helpers_clients import SLOW_TRANSPORTS, TRANSPORTS, Connect, SharedServers
 from tests.helpers_npm import download_notice
-from tests.helpers_postgres import PostgresServer, postgres_unavailable, running_postgres
+from tests.helpers_postgres import (
+    OLDEST_SUPPORTED,
+    PostgresServer,
+    pgbouncer_unavailable,
+    postgres_unavailable,
+    running_pgbouncer,
+    running_postgres,
+    running_system_postgres,
+    system_postgres,
+)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -95,3 +104,25 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     url = postgres_server.create_database()
     yield url
     postgres_server.drop_database(url)
+
+
+@pytest.fixture(scope="session")
+def oldest_postgres_server() -> Iterator[PostgresServer]:
+    """A throw-away server of the oldest PostgreSQL version graphmem supports (the system's)."""
+    if system_postgres() is None:
+        pytest.skip(
+            f"PostgreSQL {OLDEST_SUPPORTED} is not installed here (apt-get install postgresql-{OLDEST_SUPPORTED}; "
+            "./scripts/test does so where it can)"
+        )
+    with running_system_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_server(postgres_server: PostgresServer) -> Iterator[PostgresServer]:
+    """PgBouncer in transaction mode in front of the test server: databases made through it."""
+    reason = pgbouncer_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    with running_pgbouncer(postgres_server) as pooled:
+        yield pooled

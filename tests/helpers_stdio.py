@@ -35,8 +35,9 @@ START_SECONDS = 20.0
 EXIT_SECONDS = 10.0
 
 
-def server_env(memory: Path) -> dict[str, str]:
-    """The environment for a server on `memory`, without any GRAPHMEM_* setting of the caller."""
+def server_env(memory: Path | str) -> dict[str, str]:
+    """The environment for a server on `memory` (a file, or a database URL), without any
+    GRAPHMEM_* setting of the caller."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("GRAPHMEM_")}
     env["MEMORY_FILE_PATH"] = str(memory)
     return env
@@ -173,18 +174,22 @@ class RawServer:
 
 
 @asynccontextmanager
-async def raw_server(memory: Path, *args: str, stderr: Path | None = None) -> AsyncIterator[RawServer]:
+async def raw_server(
+    memory: Path, *args: str, stderr: Path | None = None, database: str | None = None
+) -> AsyncIterator[RawServer]:
     """Start `python -m graphmem` on `memory`; stop it (stdin closed, then killed) on the way out.
 
     Args:
         memory: the memory file, given in MEMORY_FILE_PATH.
         args: extra command-line arguments, such as `serve --log-level debug`.
         stderr: where the server's stderr goes; by default a file beside the memory.
+        database: a PostgreSQL URL to serve instead of `memory` (whose name then only
+            places the stderr file).
     """
     log = stderr or memory.with_name(memory.name + ".stderr")
     with log.open("ab") as errors:
         process = await anyio.open_process(
-            [sys.executable, "-m", "graphmem", *args], env=server_env(memory), stderr=errors
+            [sys.executable, "-m", "graphmem", *args], env=server_env(database or memory), stderr=errors
         )
     server = RawServer(process)
     try:

@@ -136,3 +136,14 @@ def test_the_load_benchmark_runs_clients_at_once_with_no_errors_and_every_write_
     assert report.writes_acknowledged > 0
     assert report.writes_acknowledged == report.writes_stored
     assert "errors: 0" in "\n".join(report.lines())
+
+
+@pytest.mark.slow
+def test_the_load_benchmark_deals_clients_out_among_two_servers_on_one_sqlite_file_and_stores_every_write():
+    from benchmarks.load import run_load
+
+    report = run_load(clients=4, seconds=2, write_share=0.5, servers=2)
+    assert report.errors == []
+    assert report.writes_acknowledged > 0
+    assert report.writes_acknowledged == report.writes_stored
+    assert "on 2 server(s) sharing one sqlite memory" in "\n".join(report.lines())

@@ -33,7 +33,15 @@ from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.meaning import EMBED_BATCH
 from graphmem.embedding import load_embedder
 from graphmem.storage import open_checked_store, open_store
-from graphmem.transfer import EXPORT_FORMATS, ExportFormat, ImportReport, export_graph, import_stream, write_atomically
+from graphmem.transfer import (
+    EXPORT_FORMATS,
+    ExportFormat,
+    ImportReport,
+    export_graph,
+    import_stream,
+    migrate,
+    write_atomically,
+)
 
 __all__ = ["cli", "main"]
 
@@ -807,6 +815,79 @@ def export(
         graph.store.close()
     if not to_stdout:
         click.echo(f"Wrote {report.entities} entities and {report.relations} relations to {output} ({fmt}).")
+
+
+@cli.command(name="migrate")
+@click.option(
+    "--from",
+    "source",
+    metavar="MEMORY",
+    required=True,
+    help="The memory to copy: a SQLite or JSONL file, or a postgresql:// URL. It is only read.",
+)
+@click.option(
+    "--to",
+    "target",
+    metavar="MEMORY",
+    required=True,
+    help="Where to copy it: a new file or an empty PostgreSQL database (a postgresql:// URL).",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help=_PROGRESS_HELP.format(what="memory", size=f"{LARGE_GRAPH_RECORDS:,} records"),
+)
+@click.pass_context
+def migrate_(ctx: click.Context, source: str, target: str, progress: bool | None) -> None:
+    """Copy a whole memory into a new one, as it is: a SQLite file into PostgreSQL, say.
+
+    Every entity with its observations, aliases, timestamps, fact versions and authors,
+    and every relation, in their order. The target must be empty; the source is not
+    changed. It is one transaction: on any error the target stays empty.
+
+    Vectors for search by meaning are not copied: the first server on the new memory
+    embeds its texts in the background (or run `graphmem embed` on it).
+    """
+    from_settings = _settings(ctx, source, None)
+    to_settings = _settings(ctx, target, None)
+    if from_settings.memory_path == to_settings.memory_path or _same_file(
+        from_settings.memory_path, to_settings.memory_path
+    ):
+        raise click.ClickException(f"{source} and {target} are the same memory; give a new one to --to.")
+    if not from_settings.memory_path.exists():
+        raise click.ClickException(f"There is no memory at {source}; nothing to migrate.")
+    reading = _open_for_reading(from_settings)
+    try:
+        try:
+            writing = open_checked_store(to_settings)
+        except GraphmemError as error:
+            raise click.ClickException(str(error)) from error
+        try:
+            with reading.store.read():
+                counts = reading.store.counts()
+            started = time.perf_counter()
+            with _progress_bar(progress, counts.entities + counts.relations, LARGE_GRAPH_RECORDS, "Migrating") as bar:
+                report = migrate(reading.store, writing, progress=bar)
+            seconds = time.perf_counter() - started
+        except GraphmemError as error:
+            raise click.ClickException(str(error)) from error
+        finally:
+            writing.close()
+    finally:
+        reading.store.close()
+    click.echo(f"Migrated {reading.store.location} into {writing.location} in {seconds:.1f} s:")
+    click.echo(
+        f"entities: {report.entities} ({report.observations} current observations, "
+        f"{report.earlier_versions} earlier fact versions kept in their history)"
+    )
+    click.echo(f"relations: {report.relations}")
+    if report.merged:
+        click.echo(
+            f"merged: {report.merged} entities that repeated an earlier one's name (as the official server reads them)"
+        )
+    click.echo(
+        "Search by meaning: the new memory's texts are embedded by its first server, or now by `graphmem embed`."
+    )
 
 
 def main() -> None:

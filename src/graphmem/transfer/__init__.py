@@ -18,6 +18,9 @@ streamed line by line; a JSON document is read whole (it is one value).
 one pretty JSON document, streaming from one read snapshot. `write_atomically` puts any
 output in place with a temp file and a rename.
 
+`migrate` copies a whole memory into an empty one of any backend, record for record
+(a SQLite file into PostgreSQL, say), history and all.
+
 No MCP or click here: the command line (`cli.py`) supplies the warning and progress callbacks.
 """
 
@@ -28,12 +31,16 @@ from graphmem.transfer.exporter import _WRITERS as _WRITERS  # patched by tests/
 from graphmem.transfer.exporter import EXPORT_FORMATS, ExportReport, export_graph
 from graphmem.transfer.exporter import ExportFormat as ExportFormat  # used by cli.py, though not in __all__
 from graphmem.transfer.importer import ImportReport, import_stream
+from graphmem.transfer.migration import MigrationReport, TargetNotEmptyError, migrate
 
 __all__ = [
     "EXPORT_FORMATS",
     "ExportReport",
     "ImportReport",
+    "MigrationReport",
+    "TargetNotEmptyError",
     "export_graph",
     "import_stream",
+    "migrate",
     "write_atomically",
 ]

@@ -1,0 +1,111 @@
+"""Moving a whole memory from one store to another (a SQLite file to PostgreSQL, say), as it is.
+
+An import merges a file into a memory through the tools' rules; a migration copies a
+memory into an empty one record for record: every entity with its observations and
+everything its extra keys hold (aliases, timestamps, observation records and their
+earlier versions, authors), every relation with its own. Entities and relations keep
+their order. The source is read from one snapshot, and the target is written in one
+transaction, so a migration that fails or is stopped leaves the target empty.
+
+Vectors for search by meaning are not copied: the target embeds the texts itself (its
+server in the background, or `graphmem embed`), with its own model and index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from typing import TypeVar
+
+from graphmem.core.errors import GraphmemError
+from graphmem.core.models import Entity
+from graphmem.domain.observations import history_of
+from graphmem.storage.base import Store
+from graphmem.transfer.streams import Progress
+
+__all__ = ["MigrationReport", "TargetNotEmptyError", "migrate"]
+
+# Records go to the target in chunks of this size, as in an import.
+_CHUNK = 1000
+
+T = TypeVar("T")
+
+
+class TargetNotEmptyError(GraphmemError):
+    """The memory a migration would write into already holds something."""
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationReport:
+    """What a migration copied.
+
+    Attributes:
+        earlier_versions: superseded and archived facts, kept in the entities' history.
+        merged: entities of the source that shared a name with an earlier one (a JSONL
+            file may hold such); each was merged into the first, as the official server reads them.
+    """
+
+    entities: int
+    observations: int
+    earlier_versions: int
+    relations: int
+    merged: int = 0
+
+
+def _chunks(items: Iterable[T]) -> Iterator[list[T]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, _CHUNK)):
+        yield chunk
+
+
+def migrate(source: Store, target: Store, *, progress: Progress | None = None) -> MigrationReport:
+    """Copy every entity and relation of `source` into `target`, which must hold nothing.
+
+    Raises:
+        TargetNotEmptyError: the target holds entities or relations; nothing was written.
+    """
+    with target.read():
+        held = target.counts()
+    if held.entities or held.relations:
+        raise TargetNotEmptyError(
+            f"{target.location} already holds {held.entities} entities and {held.relations} relations; "
+            "a migration copies a memory into an empty one. Choose a new memory (a new file or an empty "
+            "database), or merge into this one with `graphmem export` and `graphmem import`."
+        )
+    entities = observations = earlier = relations = merged = 0
+    names: set[str] = set()
+    later: list[Entity] = []
+    keys: set[tuple[str, str, str]] = set()
+    with source.read(), target.write(), target.bulk_insert():
+        for chunk in _chunks(source.iter_entities()):
+            fresh: dict[str, Entity] = {}
+            for entity in chunk:
+                if entity.name in names or entity.name in fresh:
+                    # Only a JSONL file holds two entities of one name: the official server
+                    # reads them as one, the first with the later ones' new observations.
+                    merged += 1
+                    later.append(entity)
+                    continue
+                fresh[entity.name] = entity
+            target.insert_entities(list(fresh.values()))
+            names.update(fresh)
+            entities += len(fresh)
+            observations += sum(len(entity.observations) for entity in fresh.values())
+            earlier += sum(len(history_of(entity)) for entity in fresh.values())
+            for entity in later:
+                have = set(target.observations_of(entity.name) or ())
+                new = [text for text in dict.fromkeys(entity.observations) if text not in have]
+                target.append_observations(entity.name, new)
+                observations += len(new)
+            later.clear()
+            if progress is not None:
+                progress(len(chunk))
+        for links in _chunks(source.iter_relations()):
+            unique = [relation for relation in dict.fromkeys(links) if relation.key not in keys]
+            keys.update(relation.key for relation in unique)
+            target.insert_relations(unique)
+            relations += len(unique)
+            if progress is not None:
+                progress(len(links))
+    return MigrationReport(entities, observations, earlier, relations, merged)

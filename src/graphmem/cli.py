@@ -171,6 +171,15 @@ def _settings(
         raise click.ClickException(str(error)) from error
 
 
+def _refuse_database(settings: Settings, command: str) -> None:
+    """Stop a command that works on memory files only, with what to do instead, for a database."""
+    if settings.database_url is not None:
+        raise click.ClickException(
+            f"graphmem {command} does not work on a PostgreSQL memory ({settings.location}) yet; "
+            "give it a memory file with --memory-file, or serve the database and use the tools."
+        )
+
+
 def _open_graph(settings: Settings) -> KnowledgeGraph:
     # Embedding in the foreground (after an import, `graphmem embed`) may use every core;
     # a server's background worker keeps to one, leaving the others to its clients.
@@ -191,7 +200,7 @@ def _open_for_reading(settings: Settings) -> KnowledgeGraph:
     one is refused there in its own words.
     """
     try:
-        if settings.memory_path.exists():
+        if settings.database_url is not None or settings.memory_path.exists():
             try:
                 store = open_checked_store(settings, read_only=True)
             except SchemaVersionError:
@@ -379,7 +388,7 @@ def serve(
         try:
             # One line, as the official server says it runs; stdout carries protocol messages only.
             click.echo(
-                f"graphmem {__version__} ready on stdio: memory {settings.memory_path} ({settings.backend}), "
+                f"graphmem {__version__} ready on stdio: memory {settings.location} ({settings.backend}), "
                 f"tools {chosen} ({len(listed)})",
                 err=True,
             )
@@ -398,7 +407,7 @@ def serve(
         return
 
     def announce(url: str) -> None:
-        click.echo(f"graphmem serving {settings.memory_path} at {url}", err=True)
+        click.echo(f"graphmem serving {settings.location} at {url}", err=True)
 
     try:
         if transport == "http":
@@ -446,10 +455,15 @@ def info(ctx: click.Context, memory_file: str | None, strict: bool | None) -> No
     """Show where the memory lives and which backend holds it, and check that it opens and is intact."""
     settings = _settings(ctx, memory_file, strict)
     click.echo(f"graphmem {__version__}")
-    click.echo(f"memory file: {settings.memory_path}")
+    if settings.database_url is not None:
+        click.echo(f"memory database: {settings.location}")
+    else:
+        click.echo(f"memory file: {settings.memory_path}")
     click.echo(f"backend: {settings.backend}")
-    exists = settings.memory_path.exists()
-    click.echo(f"exists: {'yes' if exists else 'no (it is created when a server first starts)'}")
+    # A database is checked by opening it (below); only a file can be looked for first.
+    exists = settings.database_url is not None or settings.memory_path.exists()
+    if settings.database_url is None:
+        click.echo(f"exists: {'yes' if exists else 'no (it is created when a server first starts)'}")
     click.echo(f"strict: {'yes' if settings.strict else 'no'}")
     budget = settings.response_budget
     click.echo(f"response budget: {f'{budget} tokens' if budget else 'unlimited'}")
@@ -486,12 +500,15 @@ def stats(ctx: click.Context, memory_file: str | None, strict: bool | None) -> N
     graph = _open_for_reading(settings)
     try:
         counts = graph.counts()
+        if settings.database_url is not None:
+            size = graph.store.size_on_disk()
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
     finally:
         graph.store.close()
-    size = settings.memory_path.stat().st_size if settings.memory_path.exists() else 0
-    click.echo(f"memory file: {settings.memory_path}")
+    if settings.database_url is None:
+        size = settings.memory_path.stat().st_size if settings.memory_path.exists() else 0
+    click.echo(f"memory {'database' if settings.database_url is not None else 'file'}: {settings.location}")
     click.echo(f"entities: {counts.entities}")
     click.echo(f"relations: {counts.relations}")
     click.echo(f"observations: {counts.observations}")
@@ -547,7 +564,7 @@ def _reading_error(source: str, error: OSError) -> click.ClickException:
 
 def _print_import_report(report: ImportReport, source: str, settings: Settings) -> None:
     kind = "JSON document" if report.format == "json" else "JSONL"
-    click.echo(f"Imported {source} ({kind}) into {settings.memory_path} ({settings.backend}).")
+    click.echo(f"Imported {source} ({kind}) into {settings.location} ({settings.backend}).")
     click.echo(
         f"entities: {report.entities_read} read, {report.entities_new} new, "
         f"{report.entities_merged} merged into existing ones"
@@ -615,6 +632,7 @@ def import_(
     on this memory, in the background, or by `graphmem embed`.
     """
     settings = _settings(ctx, memory_file, strict, semantic=semantic)
+    _refuse_database(settings, "import")
     from_stdin = str(file) == "-"
     source = "standard input" if from_stdin else str(file)
     if not from_stdin and _same_file(file, settings.memory_path):
@@ -716,6 +734,7 @@ def embed(
     it safely: what is done stays done.
     """
     settings = _settings(ctx, memory_file, strict, semantic=True)
+    _refuse_database(settings, "embed")
     if settings.backend != "sqlite":
         raise click.ClickException(
             f"{settings.memory_path} is a JSONL file, which keeps no vectors: search by meaning needs a "
@@ -778,6 +797,7 @@ def export(
     In diagrams every name is escaped, so no quote, newline or bracket can break them.
     """
     settings = _settings(ctx, memory_file, strict)
+    _refuse_database(settings, "export")
     to_stdout = output is None or str(output) == "-"
     if not settings.memory_path.exists():
         raise click.ClickException(

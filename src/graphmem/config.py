@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import platformdirs
 
@@ -28,8 +29,10 @@ __all__ = [
     "NetworkSettings",
     "Settings",
     "default_memory_path",
+    "is_database_url",
     "is_loopback",
     "malloc_arenas_chosen_by_user",
+    "redact_url",
 ]
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -61,6 +64,34 @@ def default_memory_path() -> Path:
     (or an npx/uvx cache clean) deletes it.
     """
     return Path(platformdirs.user_data_dir("graphmem", appauthor=False)) / "memory.db"
+
+
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
+"""A memory given as one of these URLs lives in PostgreSQL."""
+
+
+def is_database_url(value: str) -> bool:
+    """Whether `value` names a PostgreSQL database rather than a file."""
+    return value.strip().lower().startswith(DATABASE_SCHEMES)
+
+
+# Query parameters of a libpq URL that hold secrets.
+_SECRET_PARAMETERS = {"password", "sslpassword"}
+
+
+def redact_url(url: str) -> str:
+    """The URL as it may be shown to people: without its password (in the user part or the query)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(key in _SECRET_PARAMETERS for key, _ in pairs):
+            query = urlencode([(key, value) for key, value in pairs if key not in _SECRET_PARAMETERS])
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def _parse_bool(key: str, value: str) -> bool:
@@ -108,7 +139,9 @@ class Settings:
     """How this graphmem runs.
 
     Attributes:
-        memory_path: the memory file, absolute.
+        memory_path: the memory file, absolute (unused when `database_url` is set).
+        database_url: the PostgreSQL database holding the memory (a `postgresql://` URL, its
+            password included: show `location` instead), or None for a file.
         strict: reject relations to entities that do not exist.
         limits: per-call limits.
         response_budget: about how many tokens of text one read answer may hold before it is
@@ -123,6 +156,7 @@ class Settings:
     """
 
     memory_path: Path = field(default_factory=default_memory_path)
+    database_url: str | None = field(default=None, repr=False)
     strict: bool = False
     limits: Limits = field(default_factory=Limits)
     response_budget: int = DEFAULT_RESPONSE_BUDGET
@@ -134,8 +168,16 @@ class Settings:
 
     @property
     def backend(self) -> str:
-        """`jsonl` for the official file format, `sqlite` otherwise; the suffix decides."""
+        """`postgres` for a database URL; else `jsonl` for the official file format, `sqlite`
+        otherwise (the file's suffix decides)."""
+        if self.database_url is not None:
+            return "postgres"
         return "jsonl" if self.memory_path.suffix.lower() in JSONL_SUFFIXES else "sqlite"
+
+    @property
+    def location(self) -> str:
+        """Where the memory lives, for people: the file's path, or the database URL without its password."""
+        return str(self.memory_path) if self.database_url is None else redact_url(self.database_url)
 
     @classmethod
     def from_env(
@@ -156,7 +198,8 @@ class Settings:
 
         Args:
             environ: the environment to read; `os.environ` when None.
-            memory_file: the `--memory-file` flag, if given.
+            memory_file: the `--memory-file` flag, if given: a file, or a `postgresql://` URL.
+                Without it, MEMORY_FILE_PATH (a file or a URL), then GRAPHMEM_DATABASE_URL.
             strict: the `--strict` flag, if given.
             response_budget: the `--response-budget` flag, if given.
             toolset: the `--toolset` flag, if given.
@@ -168,7 +211,18 @@ class Settings:
         """
         env = os.environ if environ is None else environ
         raw_path = memory_file or env.get("MEMORY_FILE_PATH", "").strip() or None
-        if raw_path is None:
+        database_url: str | None = None
+        if raw_path is None and env.get("GRAPHMEM_DATABASE_URL", "").strip():
+            database_url = env["GRAPHMEM_DATABASE_URL"].strip()
+            if not is_database_url(database_url):
+                raise ConfigError(
+                    "GRAPHMEM_DATABASE_URL",
+                    redact_url(database_url),
+                    "Give a PostgreSQL URL such as postgresql://user@host/dbname (a file goes in MEMORY_FILE_PATH).",
+                )
+        elif raw_path is not None and is_database_url(raw_path):
+            database_url = raw_path.strip()
+        if database_url is not None or raw_path is None:
             path = default_memory_path()
         else:
             path = Path(raw_path).expanduser()
@@ -210,6 +264,7 @@ class Settings:
             raise ConfigError("--call-time-limit", str(call_time_limit), _TIME_LIMIT_HINT)
         return cls(
             memory_path=path,
+            database_url=database_url,
             strict=strict,
             response_budget=response_budget,
             search_budget=search_budget,

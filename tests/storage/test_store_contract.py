@@ -26,14 +26,58 @@ from graphmem.storage.entity_query import EntityQuery, answer_in_python
 from graphmem.storage.jsonl import JsonlStore
 from graphmem.storage.sqlite import SQLiteStore
 from graphmem.storage.words import SearchHit, Term, WordSearch
+from tests.helpers_postgres import PostgresServer, postgres_unavailable
+
+_POSTGRES_UNAVAILABLE = postgres_unavailable()
+_postgres: dict[str, Any] = {"server": None, "databases": {}}
+"""The module's PostgreSQL server (set by `_postgres_server`) and the database of each folder."""
+
+
+def _open_postgres(folder: Path) -> Store:
+    """A PostgresStore on the database kept for `folder`: a second one reopens the same memory."""
+    from graphmem.storage.postgres import PostgresStore
+
+    server: PostgresServer | None = _postgres["server"]
+    if server is None:
+        pytest.skip(f"no PostgreSQL server can be had here: {_POSTGRES_UNAVAILABLE}")
+    databases: dict[Path, str] = _postgres["databases"]
+    if folder not in databases:
+        databases[folder] = server.create_database("contract")
+    return PostgresStore(databases[folder], "postgresql://contract")
+
 
 BACKENDS: dict[str, Callable[[Path], Store]] = {
     "sqlite": lambda folder: SQLiteStore(folder / "m.db"),
     "jsonl": lambda folder: JsonlStore(folder / "m.jsonl"),
 }
+if _POSTGRES_UNAVAILABLE is None:
+    BACKENDS["postgres"] = _open_postgres
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(scope="module", autouse=True)
+def _postgres_server(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The session's PostgreSQL server for the postgres backend; each test's databases are
+    dropped when the module ends."""
+    if _POSTGRES_UNAVAILABLE is None:
+        _postgres["server"] = request.getfixturevalue("postgres_server")
+    yield
+    server = _postgres["server"]
+    for url in _postgres["databases"].values():
+        server.drop_database(url)
+    _postgres["databases"].clear()
+
+
+_PARAMS = [
+    *sorted(BACKENDS),
+    *(
+        [pytest.param("postgres", marks=pytest.mark.skip(reason=f"no PostgreSQL server: {_POSTGRES_UNAVAILABLE}"))]
+        if _POSTGRES_UNAVAILABLE is not None
+        else []
+    ),
+]
+
+
+@pytest.fixture(params=_PARAMS)
 def open_backend(request: pytest.FixtureRequest) -> Callable[[Path], Store]:
     return BACKENDS[request.param]
 

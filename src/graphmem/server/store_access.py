@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -170,5 +171,7 @@ class StoreAccess:
                 deadline = now + self.lock_wait if deadline is None else deadline
                 if now >= deadline:
                     raise
-            await anyio.sleep(pause)
+            # Jittered: servers on one database that failed together (a deadlock, a
+            # serialization failure) would otherwise retry together and collide again.
+            await anyio.sleep(random.uniform(pause / 2, pause))
             pause = min(pause * 2, _LONGEST_PAUSE)

@@ -16,14 +16,30 @@ _CHOOSE_ANOTHER = "or choose another memory file with --memory-file or MEMORY_FI
 _BACKGROUND_CACHE_KIB = 1024
 
 
+def _open_postgres(url: str, location: str, *, read_only: bool) -> Store:
+    """A PostgresStore, or one clear error when psycopg (an optional dependency) is missing."""
+    try:
+        from graphmem.storage.postgres import PostgresStore
+    except ImportError as error:
+        raise MemoryOpenError(
+            location,
+            f"the PostgreSQL driver is not installed ({error.name or error})",
+            "Install it with: pip install 'graphmem[postgres]' (or uv tool install 'graphmem[postgres]').",
+        ) from error
+    return PostgresStore(url, location, read_only=read_only)
+
+
 def open_store(settings: Settings, *, read_only: bool = False, background: bool = False) -> Store:
-    """Open the memory the settings name: JSONL for `.jsonl`/`.json` files, SQLite otherwise.
+    """Open the memory the settings name: PostgreSQL for a database URL, JSONL for
+    `.jsonl`/`.json` files, SQLite otherwise.
 
     `read_only` opens an existing memory without writing anything, not even a lock file or
     SQLite's -shm file, so that one in a folder this user cannot write can be read.
     `background` opens a second connection for background work (the embedding worker):
     it keeps a small page cache, since it answers no reads that a cache would speed up.
     """
+    if settings.database_url is not None:
+        return _open_postgres(settings.database_url, settings.location, read_only=read_only)
     if settings.backend == "jsonl":
         from graphmem.storage.jsonl import JsonlStore
 
@@ -57,7 +73,11 @@ def open_checked_store(settings: Settings, *, read_only: bool = False) -> Store:
             store.close()
         if isinstance(error, SchemaVersionError | MemoryOpenError):
             raise
-        raise _open_error(str(settings.memory_path), error) from error
+        if settings.database_url is not None:
+            raise MemoryOpenError(
+                settings.location, str(error).rstrip("."), "Check the database and its server's log."
+            ) from error
+        raise _open_error(settings.location, error) from error
     return store
 
 

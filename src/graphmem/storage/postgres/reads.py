@@ -103,7 +103,7 @@ class _Reads:
 
     def _rows(self, query: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         cursor = self._tx.cursor
-        cursor.execute(query, params)  # type: ignore[arg-type]
+        cursor.execute(query, params)
         return cursor.fetchall()
 
     def _lock(self, keys: Iterable[int]) -> None:
@@ -248,7 +248,7 @@ class _Reads:
             conditions.append(f"EXISTS (SELECT 1 FROM relations AS r WHERE {ends}{of_type})")
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
         ((total,),) = self._rows(f"SELECT count(*) FROM entities AS e{where}", params)
-        column = {
+        sort_column: str | None = {
             "creation": None,
             "name": "e.name",
             "createdAt": "e.created_instant",
@@ -257,9 +257,9 @@ class _Reads:
         }[query.sort]
         direction = "DESC" if query.descending else "ASC"
         order = f"e.id {direction}"
-        if column is not None:
+        if sort_column is not None:
             # Absent values last in either direction; ties in creation order (reversed too).
-            order = f"{column} IS NULL, {column} {direction}, {order}"
+            order = f"{sort_column} IS NULL, {sort_column} {direction}, {order}"
         params["limit"], params["offset"] = query.limit, query.offset
         rows = self._rows(
             f"SELECT e.id, e.name, e.entity_type, e.extra FROM entities AS e{where}"
@@ -347,7 +347,9 @@ class _Reads:
         params: dict[str, Any] = {"thread": None if thread_id is None else escape(thread_id), "limit": limit}
 
         def summaries(where: str, order: str) -> list[EntitySummary]:
-            rows = self._rows(f"{_DEGREES} {_SUMMARY} WHERE true{where}{of_thread} ORDER BY {order} LIMIT %(limit)s", params)
+            rows = self._rows(
+                f"{_DEGREES} {_SUMMARY} WHERE true{where}{of_thread} ORDER BY {order} LIMIT %(limit)s", params
+            )
             return [_summary(row) for row in rows]
 
         recent = summaries("", "e.updated_at DESC NULLS LAST, e.id DESC")
@@ -367,7 +369,8 @@ class _Reads:
         dangling_total = int(dangling[0][1]) if dangling else 0
         if not dangling and limit == 0:
             ((dangling_total,),) = self._rows(
-                f"{_DEGREES} SELECT count(*) FROM deg AS d WHERE NOT EXISTS (SELECT 1 FROM entities AS e WHERE e.name = d.name)"
+                f"{_DEGREES} SELECT count(*) FROM deg AS d"
+                " WHERE NOT EXISTS (SELECT 1 FROM entities AS e WHERE e.name = d.name)"
             )
         return AnalyticsRows(
             recent,

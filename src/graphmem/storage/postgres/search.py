@@ -164,9 +164,7 @@ class _Search(_Writes):
                     scored[entity_id] = score(frequencies, idfs, document.length, average)
             return scored
 
-        official_scores = (
-            scores_of(self._documents("id = ANY(%s)", (sorted(official),))) if terms and official else {}
-        )
+        official_scores = scores_of(self._documents("id = ANY(%s)", (sorted(official),))) if terms and official else {}
         ranked_official = sorted(official, key=lambda i: (-official_scores.get(i, 0.0), i))
         wanted = search.max_word_matches if end is None else end - len(official)
         best: list[tuple[int, float]] = []

@@ -101,7 +101,9 @@ class PostgresStore(_Search, _Vectors):
         deadline: float | None = getattr(self._local, "deadline", None)
         timed = deadline is not None
         with map_postgres_errors(timed), self._pool.connection() as conn:
-            begin = "BEGIN ISOLATION LEVEL READ COMMITTED" if writing else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            begin = (
+                "BEGIN ISOLATION LEVEL READ COMMITTED" if writing else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            )
             statement_ms = 0 if deadline is None else max(1, round((deadline - time.monotonic()) * 1000))
             # One round trip, all LOCAL: nothing outlives the transaction (PgBouncer-safe).
             conn.execute(

@@ -93,7 +93,7 @@ def word_count(columns: Sequence[str]) -> int:
 class StoredDocument(WordDocument):
     """A `WordDocument` rebuilt from its stored columns, without tokenizing the texts again."""
 
-    def __init__(self, columns: Sequence[str]) -> None:  # noqa: D107 - the parent's, from stored words
+    def __init__(self, columns: Sequence[str]) -> None:
         self.columns = tuple(tuple(column.split()) for column in columns)
         self.length = sum(len(column) for column in self.columns)
         self._blob = " " + " ".join(word for column in self.columns for word in column) + " "

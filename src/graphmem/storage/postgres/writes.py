@@ -31,9 +31,7 @@ _ENTITY_COLUMNS = (
     " importance, version, thread_id, word_columns, words, word_count"
 )
 
-_MEANWHILE = (
-    "Another graphmem server created {what} at the same moment; nothing was changed. Retry the call."
-)
+_MEANWHILE = "Another graphmem server created {what} at the same moment; nothing was changed. Retry the call."
 
 
 def _entity_row(entity_id: int, entity: Entity, extra: str | None) -> tuple[Any, ...]:

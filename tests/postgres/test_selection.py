@@ -1,0 +1,92 @@
+"""Choosing the PostgreSQL backend: the URL in any of its three places, and its password never shown."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from graphmem.cli import cli
+from graphmem.config import Settings, redact_url
+from graphmem.core.errors import ConfigError, MemoryOpenError
+from graphmem.storage import open_checked_store
+
+URL = "postgresql://alice:s3cret@db.example/team"
+
+
+@pytest.mark.parametrize(
+    ("environ", "flag"),
+    [
+        ({}, URL),
+        ({"MEMORY_FILE_PATH": URL}, None),
+        ({"GRAPHMEM_DATABASE_URL": URL}, None),
+        ({}, "postgres://alice:s3cret@db.example/team"),
+    ],
+)
+def test_a_postgresql_url_selects_the_postgres_backend_wherever_it_is_given(environ, flag):
+    settings = Settings.from_env(environ, memory_file=flag)
+    assert settings.backend == "postgres"
+    assert settings.database_url is not None and "s3cret" in settings.database_url
+    assert settings.location.startswith(("postgresql://alice@db.example/team", "postgres://alice@db.example/team"))
+
+
+def test_a_memory_file_wins_over_graphmem_database_url():
+    settings = Settings.from_env({"GRAPHMEM_DATABASE_URL": URL, "MEMORY_FILE_PATH": "/tmp/m.db"})
+    assert settings.backend == "sqlite"
+    assert settings.database_url is None
+
+
+def test_the_location_shows_the_url_without_any_password():
+    assert redact_url(URL) == "postgresql://alice@db.example/team"
+    assert redact_url("postgresql://db.example:5433/team?sslmode=require&password=pw") == (
+        "postgresql://db.example:5433/team?sslmode=require"
+    )
+    assert "s3cret" not in repr(Settings.from_env({}, memory_file=URL))
+
+
+def test_graphmem_database_url_that_is_not_a_url_is_refused_saying_what_to_give():
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"GRAPHMEM_DATABASE_URL": "/tmp/memory.db"})
+    assert "postgresql://" in str(caught.value)
+
+
+def test_a_missing_psycopg_gives_one_error_saying_what_to_install(monkeypatch):
+    # None in sys.modules makes `import graphmem.storage.postgres` fail as a missing package does.
+    monkeypatch.setitem(sys.modules, "graphmem.storage.postgres", None)
+    with pytest.raises(MemoryOpenError) as caught:
+        open_checked_store(Settings(database_url=URL))
+    message = str(caught.value)
+    assert "graphmem[postgres]" in message
+    assert "s3cret" not in message and "postgresql://alice@db.example/team" in message
+
+
+def test_info_on_an_unreachable_database_names_it_without_the_password(unused_tcp_port_url):
+    result = CliRunner().invoke(cli, ["info", "--memory-file", unused_tcp_port_url], env={})
+    assert result.exit_code == 1
+    assert "s3cret" not in result.output
+    assert "memory database: postgresql://alice@127.0.0.1" in result.output
+    assert "cannot be reached" in result.output
+
+
+@pytest.mark.parametrize("command", ["import", "export", "embed"])
+def test_commands_that_need_a_file_say_so_for_a_database(command, tmp_path):
+    args = [command, "--memory-file", URL]
+    if command == "import":
+        source = tmp_path / "m.jsonl"
+        source.write_text("", encoding="utf-8")
+        args.insert(1, str(source))
+    result = CliRunner().invoke(cli, args, env={})
+    assert result.exit_code == 1
+    assert "does not work on a PostgreSQL memory (postgresql://alice@db.example/team)" in result.output
+    assert "s3cret" not in result.output
+
+
+@pytest.fixture
+def unused_tcp_port_url() -> str:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"postgresql://alice:s3cret@127.0.0.1:{port}/team"

@@ -429,3 +429,14 @@ def test_a_text_written_while_another_server_turns_vectors_on_is_queued(postgres
         assert (eve.kind, eve.text) == (ENTITY_TEXT, "Eve")
     finally:
         opened[0].close()
+
+
+def test_an_entity_whose_aliases_hold_nul_can_be_changed_and_its_new_aliases_wait_for_a_vector(
+    memory: KnowledgeGraph, store: PostgresStore
+):
+    memory.create_entities([Entity("Nul", "thing", ("a fact",), {"aliases": ["a\x00b"]})])
+    _embed_all(memory)
+    memory.add_observations([ObservationAddition("Nul", ("another fact",))])
+    update_entities(memory, [EntityUpdate("Nul", aliases=("c\x00d",))])
+    kinds = Counter(text.kind for text in store.claim_texts(10, lease_seconds=60.0))
+    assert kinds[ENTITY_TEXT] == 1

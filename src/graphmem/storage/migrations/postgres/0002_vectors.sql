@@ -29,11 +29,16 @@ CREATE TABLE vector_model (
 );
 
 -- The aliases in an entity's extra (JSON text, written by graphmem), as JSON text: what the
--- entity's own embedded text depends on besides its name. `json`, not `jsonb`: extra may
--- spell U+0000 as \u0000, which jsonb refuses.
+-- entity's own embedded text depends on besides its name. An extra that spells U+0000 as
+-- \u0000 cannot be taken apart (PostgreSQL's JSON functions refuse it): the whole extra then
+-- stands for its aliases, and any change to it queues the entity again, a rare extra vector.
 CREATE FUNCTION graphmem_aliases_json(extra text) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN (extra::json -> 'aliases')::text;
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+    RETURN (extra::json -> 'aliases')::text;
+EXCEPTION WHEN untranslatable_character OR invalid_text_representation THEN
+    RETURN extra;
+END $$;
 
 CREATE FUNCTION graphmem_queue_new_entities() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

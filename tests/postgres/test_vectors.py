@@ -11,12 +11,15 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import numpy as np
 import numpy.typing as npt
 import psycopg
 import pytest
+from mcp import Client
 
 from graphmem.core.errors import InvalidInputError
 from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion
@@ -26,7 +29,9 @@ from graphmem.domain.observations import records_of
 from graphmem.embedding import Embedder, load_embedder
 from graphmem.storage.postgres import PostgresStore
 from graphmem.storage.vectors import ENTITY_TEXT, EmbeddedText
+from tests.helpers_clients import TRANSPORTS
 from tests.helpers_postgres import PostgresServer
+from tests.helpers_stdio import entity
 
 MOVED = Entity("Bob", "person", ("relocated to Germany last spring", "plays bass in a jazz band"))
 PEOPLE = [
@@ -440,3 +445,54 @@ def test_an_entity_whose_aliases_hold_nul_can_be_changed_and_its_new_aliases_wai
     update_entities(memory, [EntityUpdate("Nul", aliases=("c\x00d",))])
     kinds = Counter(text.kind for text in store.claim_texts(10, lease_seconds=60.0))
     assert kinds[ENTITY_TEXT] == 1
+
+
+# -- through a server ------------------------------------------------------------------------
+
+# Generous: the model loads about a second after the server starts, on two busy cores.
+EMBEDDED_WITHIN_SECONDS = 30.0
+SERVED_PEOPLE = [
+    entity("Bob", "relocated to Germany last spring", "plays bass in a jazz band", entity_type="person"),
+    entity("Alice", "cannot eat peanuts or almonds", entity_type="person"),
+    entity("Carol", "owns a red bicycle", entity_type="person"),
+]
+
+
+async def _search(client: Client, query: str, **options: Any) -> list[str]:
+    result = await client.call_tool("search_nodes", {"query": query, **options})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return [item["name"] for item in result.structured_content["entities"]]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("transport", ["memory", pytest.param("stdio", marks=pytest.mark.slow)])
+async def test_a_server_on_a_database_url_embeds_in_the_background_and_hybrid_search_finds_by_meaning(
+    postgres_url: str, transport: str
+):
+    async with TRANSPORTS[transport](postgres_url) as client:
+        created = await client.call_tool("create_entities", {"entities": SERVED_PEOPLE})
+        assert not created.is_error
+        assert await _search(client, "Germany") == ["Bob"]
+        with anyio.fail_after(EMBEDDED_WITHIN_SECONDS):
+            while await _search(client, "Who moved abroad?", mode="semantic", limit=1) != ["Bob"]:
+                await anyio.sleep(0.1)
+        assert (await _search(client, "Who moved abroad?", limit=3))[0] == "Bob"
+
+
+@pytest.mark.anyio
+async def test_a_server_on_a_database_without_pgvector_says_so_for_semantic_search_and_answers_hybrid_by_words(
+    oldest_postgres_server: PostgresServer,
+):
+    url = oldest_postgres_server.create_database()
+    try:
+        async with TRANSPORTS["memory"](url) as client:  # type: ignore[arg-type]
+            await client.call_tool("create_entities", {"entities": SERVED_PEOPLE})
+            result = await client.call_tool("search_nodes", {"query": "Who moved abroad?", "mode": "semantic"})
+            assert result.is_error
+            text = result.content[0].text  # type: ignore[union-attr]
+            assert "pgvector" in text and "install" in text and '"lexical" or "hybrid"' in text
+            assert await _search(client, "Germany") == ["Bob"]
+            assert await _search(client, "Who moved abroad?") == []
+    finally:
+        oldest_postgres_server.drop_database(url)

@@ -496,3 +496,23 @@ async def test_a_server_on_a_database_without_pgvector_says_so_for_semantic_sear
             assert await _search(client, "Who moved abroad?") == []
     finally:
         oldest_postgres_server.drop_database(url)
+
+
+def test_storing_vectors_never_waits_for_a_client_writing_the_same_entity(
+    store: PostgresStore, model: Embedder, postgres_url: str
+):
+    graph = KnowledgeGraph(store, embedder=model)
+    graph.create_entities(PEOPLE)
+    store.use_model(model.fingerprint)
+    claimed = store.claim_texts(TEXTS, lease_seconds=60.0)
+    vectors = model.embed([text.text for text in claimed])
+    store.wait_for_locks(1.0)  # a wait would fail the save as busy after a second
+    with psycopg.connect(postgres_url) as client:
+        # A client's write in progress on Carol (a timestamp, say), not yet committed.
+        client.execute("UPDATE entities SET updated_at = 'now' WHERE name = 'Carol'")
+        stored = store.save_vectors([EmbeddedText(text, vector) for text, vector in zip(claimed, vectors, strict=True)])
+        client.commit()
+    # Carol's own text is left for the next batch, given back at once rather than left claimed.
+    assert stored == TEXTS - 1
+    [again] = store.claim_texts(TEXTS, lease_seconds=60.0)
+    assert (again.kind, again.text) == (ENTITY_TEXT, "Carol")

@@ -244,14 +244,18 @@ class _Vectors(_Reads):
 
         With `lock`, their rows are held (FOR SHARE) until the transaction ends: a rename or a
         delete waits for the vectors about to be stored, then drops them as it would any other.
+        A row a client is writing right now is skipped, not waited for (it is left out of the
+        answer): the worker then never holds a lock a client waits for while it waits for one of
+        the client's, so the two cannot deadlock.
         """
-        held = " FOR SHARE" if lock else ""
+        held_observations = " FOR SHARE OF o SKIP LOCKED" if lock else ""
+        held_entities = " FOR SHARE SKIP LOCKED" if lock else ""
         found: dict[tuple[int, int], tuple[PendingText, int]] = {}
         observation_ids = sorted(row_id for kind, row_id in keys if kind == OBSERVATION_TEXT)
         if observation_ids:
             for row_id, content, entity_id, name in self._rows(
                 "SELECT o.id, o.content, e.id, e.name FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
-                f" WHERE o.id = ANY(%s) ORDER BY o.id{held}",
+                f" WHERE o.id = ANY(%s) ORDER BY o.id{held_observations}",
                 (observation_ids,),
             ):
                 pending = PendingText(OBSERVATION_TEXT, row_id, unescape(name), unescape(content))
@@ -259,7 +263,7 @@ class _Vectors(_Reads):
         entity_ids = sorted(row_id for kind, row_id in keys if kind == ENTITY_TEXT)
         if entity_ids:
             for row_id, name, extra in self._rows(
-                f"SELECT id, name, extra FROM entities WHERE id = ANY(%s) ORDER BY id{held}", (entity_ids,)
+                f"SELECT id, name, extra FROM entities WHERE id = ANY(%s) ORDER BY id{held_entities}", (entity_ids,)
             ):
                 text = unescape(name)
                 aliases = Entity(text, "", (), extra_of(extra)).aliases
@@ -277,7 +281,10 @@ class _Vectors(_Reads):
                 pending = item.pending
                 now = current.get((pending.kind, pending.row_id))
                 if now is None:
-                    continue  # deleted since: its queue entry went with it
+                    # Deleted since (its queue entry went with it: this changes nothing), or being
+                    # written by a client right now: given back, for the next batch.
+                    changed.append(pending)
+                    continue
                 if (now[0].text, now[0].aliases) != (pending.text, pending.aliases):
                     changed.append(pending)  # renamed, or new aliases: it waits to be embedded again
                     continue

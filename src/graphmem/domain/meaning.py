@@ -65,7 +65,8 @@ class Meaning:
     Args:
         load: loads the model (it reads about 90 MB and takes a fraction of a second), or
             None when search by meaning is off.
-        store: the memory's store, if it keeps vectors (SQLite); a JSONL file does not.
+        store: the memory's store, if it keeps vectors (SQLite; PostgreSQL with pgvector); a JSONL
+            file does not.
     """
 
     def __init__(self, load: Callable[[], TextEmbedder] | None, store: object) -> None:
@@ -81,6 +82,10 @@ class Meaning:
         """What a caller that asks for meaning while it is off is told."""
         if load is not None and self.vectors is None:
             self.why_off = "this memory is a JSONL file, which keeps no vectors: search by meaning needs a .db memory"
+        elif load is not None and self.vectors is not None and self.vectors.why_no_vectors is not None:
+            # PostgreSQL without pgvector: every tool works, and searches go by words only.
+            self.why_off = self.vectors.why_no_vectors
+            self.vectors = None
 
     @property
     def enabled(self) -> bool:

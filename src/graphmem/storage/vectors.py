@@ -94,6 +94,12 @@ class VectorProgress:
 class VectorStore(Protocol):
     """What a backend that keeps vectors offers, besides the `Store` contract."""
 
+    @property
+    def why_no_vectors(self) -> str | None:
+        """Why this memory keeps no vectors after all (PostgreSQL without pgvector), and what
+        would change that; None when it keeps them."""
+        ...
+
     def claim_texts(self, limit: int, lease_seconds: float) -> list[PendingText]:
         """Up to `limit` texts waiting for a vector that no other process is embedding, claimed
         for `lease_seconds` (a write: two processes never claim the same text)."""

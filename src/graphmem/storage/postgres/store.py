@@ -27,6 +27,7 @@ from graphmem.storage.postgres.connection import IDLE_IN_TRANSACTION_MS, connect
 from graphmem.storage.postgres.reads import Transaction
 from graphmem.storage.postgres.schema import SCHEMA_VERSION, migrate
 from graphmem.storage.postgres.search import _Search
+from graphmem.storage.postgres.vectors import _Vectors, prepare_vectors
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
@@ -39,7 +40,7 @@ _STATE_DELTA = (
 )
 
 
-class PostgresStore(_Search):
+class PostgresStore(_Search, _Vectors):
     """A `Store` over one PostgreSQL database (a `postgresql://` URL).
 
     Args:
@@ -61,6 +62,7 @@ class PostgresStore(_Search):
                     self._check_schema_is_current(conn)
                 else:
                     migrate(conn, location)
+                self._vector_support = prepare_vectors(conn, location, create=not read_only)
         except BaseException:
             self._pool.close()
             raise

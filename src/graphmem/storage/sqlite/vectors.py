@@ -68,6 +68,7 @@ class _Vectors(_Reads):
     """The `VectorStore` side of `SQLiteStore`."""
 
     supports_vectors = True
+    why_no_vectors: str | None = None
     _vector_index: VectorIndex | None = None
     """The first pass, shared with this process's other connections to the file."""
 

@@ -171,15 +171,6 @@ def _settings(
         raise click.ClickException(str(error)) from error
 
 
-def _refuse_database(settings: Settings, command: str) -> None:
-    """Stop a command that works on memory files only, with what to do instead, for a database."""
-    if settings.database_url is not None:
-        raise click.ClickException(
-            f"graphmem {command} does not work on a PostgreSQL memory ({settings.location}) yet; "
-            "give it a memory file with --memory-file, or serve the database and use the tools."
-        )
-
-
 def _open_graph(settings: Settings) -> KnowledgeGraph:
     # Embedding in the foreground (after an import, `graphmem embed`) may use every core;
     # a server's background worker keeps to one, leaving the others to its clients.
@@ -668,10 +659,9 @@ def import_(
     on this memory, in the background, or by `graphmem embed`.
     """
     settings = _settings(ctx, memory_file, strict, semantic=semantic)
-    _refuse_database(settings, "import")
     from_stdin = str(file) == "-"
     source = "standard input" if from_stdin else str(file)
-    if not from_stdin and _same_file(file, settings.memory_path):
+    if not from_stdin and settings.database_url is None and _same_file(file, settings.memory_path):
         raise click.ClickException(f"{source} is the memory file itself; there is nothing to import.")
     stream: IO[bytes]
     size: int | None = None
@@ -770,8 +760,7 @@ def embed(
     it safely: what is done stays done.
     """
     settings = _settings(ctx, memory_file, strict, semantic=True)
-    _refuse_database(settings, "embed")
-    if settings.backend != "sqlite":
+    if settings.backend == "jsonl":
         raise click.ClickException(
             f"{settings.memory_path} is a JSONL file, which keeps no vectors: search by meaning needs a "
             ".db memory (graphmem import it into one)."
@@ -779,7 +768,9 @@ def embed(
     graph = _open_graph(settings)
     try:
         vectors = graph.meaning.vectors
-        assert vectors is not None
+        if vectors is None:
+            # A PostgreSQL database without pgvector: the store says why and what to do.
+            raise click.ClickException(f"Cannot embed {settings.location}: {graph.meaning.why_off}.")
         if rebuild:
             vectors.drop_vectors()
         before = vectors.vector_progress()
@@ -833,9 +824,8 @@ def export(
     In diagrams every name is escaped, so no quote, newline or bracket can break them.
     """
     settings = _settings(ctx, memory_file, strict)
-    _refuse_database(settings, "export")
     to_stdout = output is None or str(output) == "-"
-    if not settings.memory_path.exists():
+    if settings.database_url is None and not settings.memory_path.exists():
         raise click.ClickException(
             f"There is no memory at {settings.memory_path}; nothing to export. "
             "Check --memory-file or MEMORY_FILE_PATH (graphmem info shows the path in use)."
@@ -843,7 +833,7 @@ def export(
     if output is not None and not to_stdout:
         if output.is_dir():
             raise click.ClickException(f"{output} is a directory; give the name of the file to write.")
-        if _same_file(output, settings.memory_path):
+        if settings.database_url is None and _same_file(output, settings.memory_path):
             raise click.ClickException(f"{output} is the memory file itself; refusing to overwrite it.")
     graph = _open_for_reading(settings)
     try:
@@ -871,6 +861,12 @@ def export(
         graph.store.close()
     if not to_stdout:
         click.echo(f"Wrote {report.entities} entities and {report.relations} relations to {output} ({fmt}).")
+
+
+def _same_memory(first: Settings, second: Settings) -> bool:
+    if first.database_url is not None or second.database_url is not None:
+        return first.location == second.location
+    return _same_file(first.memory_path, second.memory_path)
 
 
 @cli.command(name="migrate")
@@ -906,12 +902,12 @@ def migrate_(ctx: click.Context, source: str, target: str, progress: bool | None
     """
     from_settings = _settings(ctx, source, None)
     to_settings = _settings(ctx, target, None)
-    if from_settings.memory_path == to_settings.memory_path or _same_file(
-        from_settings.memory_path, to_settings.memory_path
-    ):
-        raise click.ClickException(f"{source} and {target} are the same memory; give a new one to --to.")
-    if not from_settings.memory_path.exists():
-        raise click.ClickException(f"There is no memory at {source}; nothing to migrate.")
+    if _same_memory(from_settings, to_settings):
+        raise click.ClickException(
+            f"{from_settings.location} and {to_settings.location} are the same memory; give a new one to --to."
+        )
+    if from_settings.database_url is None and not from_settings.memory_path.exists():
+        raise click.ClickException(f"There is no memory at {from_settings.location}; nothing to migrate.")
     reading = _open_for_reading(from_settings)
     try:
         try:

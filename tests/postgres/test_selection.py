@@ -70,19 +70,6 @@ def test_info_on_an_unreachable_database_names_it_without_the_password(unused_tc
     assert "cannot be reached" in result.output
 
 
-@pytest.mark.parametrize("command", ["import", "export", "embed"])
-def test_commands_that_need_a_file_say_so_for_a_database(command, tmp_path):
-    args = [command, "--memory-file", URL]
-    if command == "import":
-        source = tmp_path / "m.jsonl"
-        source.write_text("", encoding="utf-8")
-        args.insert(1, str(source))
-    result = CliRunner().invoke(cli, args, env={})
-    assert result.exit_code == 1
-    assert "does not work on a PostgreSQL memory (postgresql://alice@db.example/team)" in result.output
-    assert "s3cret" not in result.output
-
-
 @pytest.fixture
 def unused_tcp_port_url() -> str:
     import socket

@@ -100,10 +100,10 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 @pytest.fixture
 def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
-    """The URL of a new, empty database of the test's own, dropped after it."""
-    url = postgres_server.create_database()
+    """The URL of a new, empty memory of the test's own (a schema), dropped after it."""
+    url = postgres_server.create_memory()
     yield url
-    postgres_server.drop_database(url)
+    postgres_server.drop_memory(url)
 
 
 @pytest.fixture(scope="session")

@@ -56,6 +56,8 @@ class PostgresServer:
     url: str
     """The administrative database's URL (no password: trust on loopback, or the user's own)."""
     _numbers: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _memories: str | None = None
+    """The database `create_memory` makes schemas in, once it has been made."""
 
     def database_url(self, name: str) -> str:
         """The URL of database `name` on this server."""
@@ -70,6 +72,34 @@ class PostgresServer:
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.database_url(name)
+
+    def create_memory(self) -> str:
+        """A new, empty memory (its URL): a schema of its own in one shared database.
+
+        Much cheaper than a database (a few milliseconds against a quarter of a second), for
+        the many tests that only need an empty memory. The URL sets `search_path` to the
+        schema, with `public` after it, where the shared database has pg_trgm and pgvector.
+        """
+        import psycopg
+
+        if self._memories is None:
+            self._memories = self.create_database("memories")
+            with psycopg.connect(self._memories, autocommit=True) as conn:
+                for extension in ("pg_trgm", "vector"):
+                    conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension} SCHEMA public")
+        schema = f"memory_{os.getpid()}_{next(self._numbers)}"
+        with psycopg.connect(self._memories, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+        return f"{self._memories}?options=-csearch_path%3D{schema},public"
+
+    def drop_memory(self, url: str) -> None:
+        """Drop a memory `create_memory` made, with everything in it."""
+        import psycopg
+
+        schema = url.rsplit("%3D", 1)[1].split(",", 1)[0]
+        assert self._memories is not None
+        with psycopg.connect(self._memories, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
     def drop_database(self, url: str) -> None:
         """Drop a database `create_database` made, closing whatever is still connected to it."""
@@ -343,5 +373,40 @@ class _PooledServer(PostgresServer):
         name = urlsplit(self.direct.create_database(prefix)).path.lstrip("/")
         return self.database_url(name)
 
+    def create_memory(self) -> str:
+        """A new, empty memory (its URL): a schema of its own in one shared database.
+
+        Much cheaper than a database (a few milliseconds against a quarter of a second), for
+        the many tests that only need an empty memory. The URL sets `search_path` to the
+        schema, with `public` after it, where the shared database has pg_trgm and pgvector.
+        """
+        import psycopg
+
+        if self._memories is None:
+            self._memories = self.create_database("memories")
+            with psycopg.connect(self._memories, autocommit=True) as conn:
+                for extension in ("pg_trgm", "vector"):
+                    conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension} SCHEMA public")
+        schema = f"memory_{os.getpid()}_{next(self._numbers)}"
+        with psycopg.connect(self._memories, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+        return f"{self._memories}?options=-csearch_path%3D{schema},public"
+
+    def drop_memory(self, url: str) -> None:
+        """Drop a memory `create_memory` made, with everything in it."""
+        import psycopg
+
+        schema = url.rsplit("%3D", 1)[1].split(",", 1)[0]
+        assert self._memories is not None
+        with psycopg.connect(self._memories, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
     def drop_database(self, url: str) -> None:
         self.direct.drop_database(self.direct.database_url(urlsplit(url).path.lstrip("/")))
+
+    # A pooler passes no `options` (search_path) through: a memory is a database of its own.
+    def create_memory(self) -> str:
+        return self.create_database()
+
+    def drop_memory(self, url: str) -> None:
+        self.drop_database(url)

@@ -373,34 +373,6 @@ class _PooledServer(PostgresServer):
         name = urlsplit(self.direct.create_database(prefix)).path.lstrip("/")
         return self.database_url(name)
 
-    def create_memory(self) -> str:
-        """A new, empty memory (its URL): a schema of its own in one shared database.
-
-        Much cheaper than a database (a few milliseconds against a quarter of a second), for
-        the many tests that only need an empty memory. The URL sets `search_path` to the
-        schema, with `public` after it, where the shared database has pg_trgm and pgvector.
-        """
-        import psycopg
-
-        if self._memories is None:
-            self._memories = self.create_database("memories")
-            with psycopg.connect(self._memories, autocommit=True) as conn:
-                for extension in ("pg_trgm", "vector"):
-                    conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension} SCHEMA public")
-        schema = f"memory_{os.getpid()}_{next(self._numbers)}"
-        with psycopg.connect(self._memories, autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-        return f"{self._memories}?options=-csearch_path%3D{schema},public"
-
-    def drop_memory(self, url: str) -> None:
-        """Drop a memory `create_memory` made, with everything in it."""
-        import psycopg
-
-        schema = url.rsplit("%3D", 1)[1].split(",", 1)[0]
-        assert self._memories is not None
-        with psycopg.connect(self._memories, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
     def drop_database(self, url: str) -> None:
         self.direct.drop_database(self.direct.database_url(urlsplit(url).path.lstrip("/")))
 

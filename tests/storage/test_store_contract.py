@@ -42,7 +42,7 @@ def _open_postgres(folder: Path) -> Store:
         pytest.skip(f"no PostgreSQL server can be had here: {_POSTGRES_UNAVAILABLE}")
     databases: dict[Path, str] = _postgres["databases"]
     if folder not in databases:
-        databases[folder] = server.create_database("contract")
+        databases[folder] = server.create_memory()
     return PostgresStore(databases[folder], "postgresql://contract")
 
 
@@ -63,7 +63,7 @@ def _postgres_server(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     server = _postgres["server"]
     for url in _postgres["databases"].values():
-        server.drop_database(url)
+        server.drop_memory(url)
     _postgres["databases"].clear()
 
 

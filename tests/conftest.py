@@ -50,6 +50,22 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(memory_path=tmp_path / "memory.db")
 
 
+BACKENDS = ("sqlite", "jsonl", "postgres")
+"""Every backend: the tool tests that are not about a file run on each (see `any_backend_settings`)."""
+
+
+@pytest.fixture(params=BACKENDS)
+def any_backend_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """Settings for a new memory on each backend in turn: a SQLite file, the official JSONL file,
+    and a PostgreSQL memory on the test server (skipped, with the reason, where none can be had).
+
+    A module whose tests hold on every backend overrides `settings` with it."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return Settings(database_url=url)
+    return Settings(memory_path=tmp_path / ("memory.jsonl" if request.param == "jsonl" else "memory.db"))
+
+
 @pytest.fixture
 def graph(settings: Settings) -> Iterator[KnowledgeGraph]:
     store = open_store(settings)

@@ -16,6 +16,12 @@ from graphmem.domain.context import context_info
 from graphmem.server import build_server
 
 
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """The tools answer alike on every backend: each test runs on SQLite, JSONL and PostgreSQL."""
+    return any_backend_settings
+
+
 def _story(graph):
     graph.create_entities(
         [

@@ -447,10 +447,19 @@ async def _reset(official: Client, ours: Client, graph: dict[str, Any]) -> None:
         assert (await ask(client, "read_graph", {})).structured == {"entities": [], "relations": []}
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def our_memory(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """graphmem's memory: a SQLite file, and a PostgreSQL database (the team backend answers alike)."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return str(tmp_path / "graphmem.db")
+
+
 # The 30 seeded sequences in 3 runs of fresh servers, so parallel workers can share them out.
 @pytest.mark.parametrize("first_seed", range(0, SEQUENCES, SEQUENCES_PER_RUN))
 async def test_random_call_sequences_answer_like_the_official_server(
-    official_entry: Path, tmp_path: Path, first_seed: int
+    official_entry: Path, tmp_path: Path, first_seed: int, our_memory: str
 ):
     official_updates, our_updates = Updates(), Updates()
     with (
@@ -474,7 +483,7 @@ async def test_random_call_sequences_answer_like_the_official_server(
                     StdioServerParameters(
                         command=sys.executable,
                         args=["-m", "graphmem"],
-                        env={"MEMORY_FILE_PATH": str(tmp_path / "graphmem.db")},
+                        env={"MEMORY_FILE_PATH": our_memory},
                     ),
                     our_log,
                     our_updates,

@@ -13,6 +13,13 @@ from mcp import Client
 from graphmem.config import Settings
 from graphmem.server import build_server
 
+
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """The tools answer alike on every backend: each test runs on SQLite, JSONL and PostgreSQL."""
+    return any_backend_settings
+
+
 pytestmark = pytest.mark.anyio
 
 

@@ -67,10 +67,15 @@ async def read_graph(client: Client) -> Any:
     return await call(client, "read_graph")
 
 
-@pytest.fixture(params=["memory.db", "memory.jsonl"])
-def any_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
-    """Settings for a SQLite memory and for one in the official JSONL format."""
-    return Settings(memory_path=tmp_path / request.param)
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """The official suite holds on every backend: SQLite, the official JSONL file and PostgreSQL."""
+    return any_backend_settings
+
+
+@pytest.fixture
+def any_settings(any_backend_settings: Settings) -> Settings:
+    return any_backend_settings
 
 
 @pytest.fixture
@@ -220,7 +225,7 @@ async def test_delete_relations_should_delete_specific_relations(client):
 
 
 async def test_read_graph_should_return_empty_graph_when_file_does_not_exist(any_settings):
-    assert not any_settings.memory_path.exists()
+    assert any_settings.database_url is not None or not any_settings.memory_path.exists()
     async with connect(any_settings) as client:
         assert await read_graph(client) == {"entities": [], "relations": []}
 

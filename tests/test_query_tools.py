@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -41,17 +41,18 @@ RELATIONS = [
 ]
 
 
-@pytest.fixture(params=["memory.db", "memory.jsonl"])
-def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    return tmp_path / request.param
+@pytest.fixture
+def memory(any_backend_settings: Settings) -> Settings:
+    """A new memory on each backend: query_nodes answers alike on all three."""
+    return any_backend_settings
 
 
-def _settings(memory: Path, budget: int = 25_000) -> Settings:
-    return Settings(memory_path=memory, toolset="all", response_budget=budget)
+def _settings(memory: Settings, budget: int = 25_000) -> Settings:
+    return dataclasses.replace(memory, toolset="all", response_budget=budget)
 
 
-def _seed(memory: Path, entities: list[Entity], relations: list[Relation]) -> None:
-    store = open_store(Settings(memory_path=memory))
+def _seed(memory: Settings, entities: list[Entity], relations: list[Relation]) -> None:
+    store = open_store(memory)
     try:
         with store.write():
             store.insert_entities(entities)
@@ -61,7 +62,7 @@ def _seed(memory: Path, entities: list[Entity], relations: list[Relation]) -> No
 
 
 @pytest.fixture
-async def client(memory: Path) -> AsyncIterator[Client]:
+async def client(memory: Settings) -> AsyncIterator[Client]:
     _seed(memory, ENTITIES, RELATIONS)
     async with Client(build_server(_settings(memory)), mode="legacy") as connected:
         yield connected
@@ -192,7 +193,7 @@ async def test_limit_and_offset_page_through_one_order(client):
     assert await _names(client, {"sort": "importance", "offset": 5}) == []
 
 
-async def test_an_answer_over_the_response_budget_is_cut_and_says_where_to_go_on(memory: Path):
+async def test_an_answer_over_the_response_budget_is_cut_and_says_where_to_go_on(memory: Settings):
     many = [Entity(f"Item {index:03d}", "item", (f"Fact number {index} " * 8,)) for index in range(200)]
     _seed(memory, many, [])
     async with Client(build_server(_settings(memory, budget=1_000)), mode="legacy") as client:

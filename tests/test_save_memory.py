@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -19,6 +18,13 @@ from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.saving import EntityDraft, RelationDraft
 from graphmem.server import build_server
 from graphmem.storage import open_store
+
+
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """The tools answer alike on every backend: each test runs on SQLite, JSONL and PostgreSQL."""
+    return any_backend_settings
+
 
 SPEC_VALID: dict[str, Any] = {
     "entities": [
@@ -61,9 +67,9 @@ SPEC_VALID: dict[str, Any] = {
 }
 
 
-@pytest.fixture(params=["memory.db", "memory.jsonl"])
-def graph(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeGraph]:
-    store = open_store(Settings(memory_path=tmp_path / request.param))
+@pytest.fixture
+def graph(any_backend_settings: Settings) -> Iterator[KnowledgeGraph]:
+    store = open_store(any_backend_settings)
     yield KnowledgeGraph(store)
     store.close()
 

@@ -18,6 +18,13 @@ from graphmem.config import Settings
 from graphmem.server import build_server
 from graphmem.storage import open_store
 
+
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """The tools answer alike on every backend: each test runs on SQLite, JSONL and PostgreSQL."""
+    return any_backend_settings
+
+
 pytestmark = pytest.mark.anyio
 
 

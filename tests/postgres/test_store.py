@@ -218,11 +218,40 @@ def test_version_moves_when_another_server_writes(opened: Callable[[], PostgresS
 
 # -- the official substring search -----------------------------------------------------------
 
-_TEXTS = ["İstanbul", "ΟΔΟΣ σοφός", "STRAẞE", "100% sure", "snake_case", "back\\slash", "a\x00b", "\x01\x02", "x"]
+_TEXTS = [
+    "İstanbul",
+    "ΟΔΟΣ σοφός",
+    "STRAẞE",
+    "100% sure",
+    "snake_case",
+    "back\\slash",
+    "a\x00b",
+    "\x01\x02",
+    "x",
+    "\x04\U000f003d",
+]
 
 
 @pytest.mark.parametrize(
-    "needle", ["i̇stanbul", "οδος", "ς", "σ", "straße", "%", "0%", "_", "e_c", "\\", "k\\s", "\x00", "\x02", "\x01"]
+    "needle",
+    [
+        "i̇stanbul",
+        "οδος",
+        "ς",
+        "σ",
+        "straße",
+        "%",
+        "0%",
+        "_",
+        "e_c",
+        "\\",
+        "k\\s",
+        "\x00",
+        "\x02",
+        "\x01",
+        "\x04",
+        "\U000f003d",
+    ],
 )
 def test_the_substring_search_finds_what_javascripts_tolowercase_includes_finds(
     opened: Callable[[], PostgresStore], tmp_path: Path, needle: str
@@ -242,6 +271,30 @@ def test_the_substring_search_finds_what_javascripts_tolowercase_includes_finds(
             assert set(store.find_text(needle)) == expected
     finally:
         reference.close()
+
+
+def test_texts_with_lone_surrogates_are_kept_exactly_in_names_facts_and_extra_keys(
+    opened: Callable[[], PostgresStore],
+):
+    store = opened()
+    entity = Entity("A\ud800", "t\udfff", ("fact \udbff", "plain"), {"aliases": ["alias \ud800"], "note": "\udc00"})
+    with store.write():
+        store.insert_entities([entity])
+        store.insert_relations([Relation("A\ud800", "B\udc01", "knows \ud801")])
+    again = opened()
+    with again.read():
+        (back,) = again.get_entities(["A\ud800"])
+        assert (back.name, back.entity_type, back.observations, back.extra) == (
+            entity.name,
+            entity.entity_type,
+            entity.observations,
+            entity.extra,
+        )
+        assert again.resolve_names(["alias \ud800"]) == {"alias \ud800": "A\ud800"}
+        assert [r.key for r in again.iter_relations()] == [("A\ud800", "B\udc01", "knows \ud801")]
+        # As JavaScript's includes() finds them, and nowhere else.
+        assert set(again.find_text("\udbff")) == {"A\ud800"}
+        assert again.find_text("\ud83d") == {}
 
 
 def test_a_bulk_insert_by_copy_is_found_at_once(opened: Callable[[], PostgresStore]):

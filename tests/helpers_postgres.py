@@ -85,8 +85,11 @@ class PostgresServer:
         if self._memories is None:
             self._memories = self.create_database("memories")
             with psycopg.connect(self._memories, autocommit=True) as conn:
+                available = {row[0] for row in conn.execute("SELECT name FROM pg_available_extensions")}
+                # pgvector where the server has it (not Debian's PostgreSQL 15, say).
                 for extension in ("pg_trgm", "vector"):
-                    conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension} SCHEMA public")
+                    if extension in available:
+                        conn.execute(f"CREATE EXTENSION IF NOT EXISTS {extension} SCHEMA public")
         schema = f"memory_{os.getpid()}_{next(self._numbers)}"
         with psycopg.connect(self._memories, autocommit=True) as conn:
             conn.execute(f'CREATE SCHEMA "{schema}"')

@@ -6,6 +6,7 @@ the same file, which shows what reached the disk.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -26,53 +27,68 @@ from graphmem.storage.entity_query import EntityQuery, answer_in_python
 from graphmem.storage.jsonl import JsonlStore
 from graphmem.storage.sqlite import SQLiteStore
 from graphmem.storage.words import SearchHit, Term, WordSearch
-from tests.helpers_postgres import PostgresServer, postgres_unavailable
+from tests.helpers_postgres import (
+    EXTERNAL_URL_VARIABLE,
+    OLDEST_SUPPORTED,
+    PostgresServer,
+    postgres_unavailable,
+    system_postgres,
+)
 
 _POSTGRES_UNAVAILABLE = postgres_unavailable()
-_postgres: dict[str, Any] = {"server": None, "databases": {}}
-"""The module's PostgreSQL server (set by `_postgres_server`) and the database of each folder."""
+_OLDEST_UNAVAILABLE = (
+    _POSTGRES_UNAVAILABLE
+    or (f"PostgreSQL {OLDEST_SUPPORTED} is not installed here" if system_postgres() is None else None)
+    or ("an external server is in use" if os.environ.get(EXTERNAL_URL_VARIABLE) else None)
+)
+_SERVER_FIXTURES = {"postgres": "postgres_server", f"postgres-{OLDEST_SUPPORTED}": "oldest_postgres_server"}
+"""The PostgreSQL backends: the test server (PostgreSQL 18) and the oldest version supported."""
+_servers: dict[str, PostgresServer] = {}
+_memories: dict[tuple[str, Path], str] = {}
+"""The memory of each (backend, folder): a second store on a folder reopens the same memory."""
 
 
-def _open_postgres(folder: Path) -> Store:
-    """A PostgresStore on the database kept for `folder`: a second one reopens the same memory."""
-    from graphmem.storage.postgres import PostgresStore
+def _postgres_backend(name: str) -> Callable[[Path], Store]:
+    def open_postgres(folder: Path) -> Store:
+        from graphmem.storage.postgres import PostgresStore
 
-    server: PostgresServer | None = _postgres["server"]
-    if server is None:
-        pytest.skip(f"no PostgreSQL server can be had here: {_POSTGRES_UNAVAILABLE}")
-    databases: dict[Path, str] = _postgres["databases"]
-    if folder not in databases:
-        databases[folder] = server.create_memory()
-    return PostgresStore(databases[folder], "postgresql://contract")
+        server = _servers[name]
+        if (name, folder) not in _memories:
+            _memories[name, folder] = server.create_memory()
+        return PostgresStore(_memories[name, folder], "postgresql://contract")
+
+    return open_postgres
 
 
 BACKENDS: dict[str, Callable[[Path], Store]] = {
     "sqlite": lambda folder: SQLiteStore(folder / "m.db"),
     "jsonl": lambda folder: JsonlStore(folder / "m.jsonl"),
 }
-if _POSTGRES_UNAVAILABLE is None:
-    BACKENDS["postgres"] = _open_postgres
+_UNAVAILABLE = {"postgres": _POSTGRES_UNAVAILABLE, f"postgres-{OLDEST_SUPPORTED}": _OLDEST_UNAVAILABLE}
+for _name, _reason in _UNAVAILABLE.items():
+    if _reason is None:
+        BACKENDS[_name] = _postgres_backend(_name)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _postgres_server(request: pytest.FixtureRequest) -> Iterator[None]:
-    """The session's PostgreSQL server for the postgres backend; each test's databases are
-    dropped when the module ends."""
-    if _POSTGRES_UNAVAILABLE is None:
-        _postgres["server"] = request.getfixturevalue("postgres_server")
+def _postgres_servers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The session's PostgreSQL servers for the postgres backends; the memories made on them
+    are dropped when the module ends."""
+    for name, fixture in _SERVER_FIXTURES.items():
+        if name in BACKENDS:
+            _servers[name] = request.getfixturevalue(fixture)
     yield
-    server = _postgres["server"]
-    for url in _postgres["databases"].values():
-        server.drop_memory(url)
-    _postgres["databases"].clear()
+    for (name, _), url in _memories.items():
+        _servers[name].drop_memory(url)
+    _memories.clear()
 
 
 _PARAMS = [
     *sorted(BACKENDS),
     *(
-        [pytest.param("postgres", marks=pytest.mark.skip(reason=f"no PostgreSQL server: {_POSTGRES_UNAVAILABLE}"))]
-        if _POSTGRES_UNAVAILABLE is not None
-        else []
+        pytest.param(name, marks=pytest.mark.skip(reason=f"no such PostgreSQL server: {reason}"))
+        for name, reason in _UNAVAILABLE.items()
+        if reason is not None
     ),
 ]
 

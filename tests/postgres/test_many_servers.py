@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.helpers_postgres import PostgresServer
 from tests.helpers_stdio import (
     RawServer,
     add_observations,
@@ -134,10 +135,24 @@ def _assert_whole(graph: dict[str, Any], ledger: Ledger) -> None:
         assert observations[name] == [f"claimed by {winners[0]}"]
 
 
+@pytest.fixture(params=["direct", "pgbouncer"])
+def shared_database(request: pytest.FixtureRequest) -> str:
+    """The database the servers share: on the server itself, or through PgBouncer in transaction
+    mode (as teams often run it: no session state may outlive a transaction)."""
+    if request.param == "pgbouncer":
+        pooled: PostgresServer = request.getfixturevalue("pgbouncer_server")
+        url = pooled.create_memory()
+        request.addfinalizer(lambda: pooled.drop_memory(url))
+        return url
+    direct: str = request.getfixturevalue("postgres_url")
+    return direct
+
+
 @pytest.mark.parametrize("servers", [2, 4])
 async def test_servers_writing_the_same_entities_at_once_lose_nothing_and_duplicate_nothing(
-    tmp_path: Path, postgres_url: str, servers: int
+    tmp_path: Path, shared_database: str, servers: int
 ) -> None:
+    postgres_url = shared_database
     log_file = tmp_path / "servers"
     ledger = Ledger()
     with anyio.fail_after(120):

@@ -20,9 +20,9 @@ from graphmem.domain.saving import EntityDraft, RelationDraft
 from graphmem.storage import open_store
 
 
-@pytest.fixture(params=["memory.db", "memory.jsonl"])
-def graph(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeGraph]:
-    store = open_store(Settings(memory_path=tmp_path / request.param))
+@pytest.fixture
+def graph(any_backend_settings: Settings) -> Iterator[KnowledgeGraph]:
+    store = open_store(any_backend_settings)
     yield KnowledgeGraph(store)
     store.close()
 

@@ -13,6 +13,10 @@ import httpx2
 import pytest
 from mcp.client.session import ClientSession
 
+from graphmem.config import Settings
+from graphmem.core.models import Graph
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.storage import open_store
 from graphmem.transports.tcp import UNAUTHORIZED
 from tests.helpers_network import network_server, tcp_client, tcp_session
 from tests.helpers_stdio import entity
@@ -38,6 +42,15 @@ def team_env(tmp_path: Path) -> dict[str, str]:
 def structured(result: Any) -> dict[str, Any]:
     assert result.is_error is False, result.content
     return result.structured_content
+
+
+def stored_graph_at(database: str) -> Graph:
+    """The graph in a PostgreSQL memory, read with a store of its own (not through any server)."""
+    store = open_store(Settings(database_url=database, semantic=False))
+    try:
+        return KnowledgeGraph(store).read_graph()
+    finally:
+        store.close()
 
 
 async def check_team_access(alice: ClientSession, ci: ClientSession) -> None:
@@ -119,3 +132,18 @@ async def test_the_serve_flag_takes_the_tokens_file_too(tmp_path: Path):
         ):
             refused = await ci.call_tool("create_entities", {"entities": [entity("Ada")]})
     assert refused.is_error is True and READ_ONLY in refused.content[0].text
+
+
+async def test_on_a_postgresql_memory_tokens_and_authors_work_as_on_a_file(tmp_path: Path, postgres_url: str):
+    # A team's HTTP server on its database: the same refusals, and the author kept in the database.
+    env = team_env(tmp_path) | {"MEMORY_FILE_PATH": postgres_url}
+    with anyio.fail_after(60):
+        async with (
+            network_server(tmp_path / "logs", "--http", "--toolset", "all", "--no-semantic", env=env) as server,
+            sdk_session(server, ALICE) as alice,
+            sdk_session(server, CI) as ci,
+        ):
+            await check_team_access(alice, ci)
+            assert await server.stop() == 0
+    (ada,) = stored_graph_at(postgres_url).entities
+    assert ada.extra is not None and ada.extra["createdBy"] == "alice"

@@ -141,7 +141,7 @@ class _Search(_Writes):
             named_end = min(end, named_end)
         newest = self._official_walk(search, RANKED_AT_MOST + 1)
         if len(newest) > RANKED_AT_MOST:
-            return self._newest_official(search, end, named_end)
+            return self._newest_official(search, end, named_end, newest)
         official = set(newest)
         rows, average = self._statistics()
         counts_all = [self._count_term(term, (rows + 1) // 2) for term in search.terms]
@@ -188,16 +188,21 @@ class _Search(_Writes):
         names = dict(self._rows("SELECT id, name FROM entities WHERE id = ANY(%s)", ([i for i, _, _ in page],)))
         return [SearchHit(unescape(names[i]), official, value) for i, official, value in page]
 
-    def _newest_official(self, search: WordSearch, end: int | None, named_end: int | None) -> SearchResult:
+    def _newest_official(
+        self, search: WordSearch, end: int | None, named_end: int | None, first: list[int]
+    ) -> SearchResult:
         """The answer when more than `RANKED_AT_MOST` entities contain a query: newest first
-        (see the SQLite backend's `_newest_official`)."""
+        (see the SQLite backend's `_newest_official`). `first`: the start of that order,
+        walked already, which is often all that is needed (a second walk cost 60 ms for a
+        common word at 40,000 entities)."""
         if end is not None:
             reach: int | None = end
         elif named_end is not None:
             reach = max(named_end, RANKED_AT_MOST) + 1
         else:
             reach = None
-        ids = self._official_walk(search, reach)
+        enough = reach is not None and len(first) >= reach
+        ids = first[:reach] if enough else self._official_walk(search, reach)
         hits = self._hits([(entity_id, True, 0.0) for entity_id in ids[search.offset : named_end]])
         if end is not None:
             return SearchResult(hits, max(0, min(end, len(ids)) - search.offset))

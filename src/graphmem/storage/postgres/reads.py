@@ -51,6 +51,8 @@ class Transaction:
     """Entities whose word documents the write must rebuild before it commits."""
     locked: set[int] = field(default_factory=set)
     """Advisory lock keys this transaction holds already."""
+    version: int | None = None
+    """A read's `graphmem_state.writes` as its snapshot sees it (None in a write)."""
     memory_lock: str | None = None
     """How this write holds the whole memory's advisory lock: `shared` (beside other writers,
     each name locked apart) or `exclusive` (alone: a batch too large to lock name by name)."""

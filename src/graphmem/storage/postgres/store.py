@@ -55,6 +55,7 @@ class PostgresStore(_Search, _Vectors):
         self._counter = threading.Lock()
         self._writes = 0
         self._lock_wait = LOCK_WAIT_SECONDS
+        self._term_counts = {}
         self._pool: ConnectionPool = connect_pool(url, location)
         try:
             with self._pool.connection() as conn, map_postgres_errors():
@@ -107,12 +108,20 @@ class PostgresStore(_Search, _Vectors):
             )
             statement_ms = 0 if deadline is None else max(1, round((deadline - time.monotonic()) * 1000))
             # One round trip, all LOCAL: nothing outlives the transaction (PgBouncer-safe).
-            conn.execute(
+            # A read also takes the memory's write counter, which its snapshot sees: what it
+            # remembers (the number of entities holding a word) is valid for that count.
+            cursor = conn.execute(
                 f"{begin}; SET LOCAL lock_timeout = {max(1, round(self._lock_wait * 1000))};"
                 f" SET LOCAL statement_timeout = {statement_ms};"
-                f" SET LOCAL idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}".encode()
+                f" SET LOCAL idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}"
+                + ("" if writing else "; SELECT writes FROM graphmem_state WHERE id = 1")
             )
             tx = Transaction(conn, writing)
+            if not writing:
+                while cursor.nextset():
+                    pass
+                row = cursor.fetchone()
+                tx.version = None if row is None else int(row[0])
             self._local.tx = tx
             try:
                 yield
@@ -158,7 +167,7 @@ class PostgresStore(_Search, _Vectors):
         # Fresh statistics for the planner: right after a large load it knows none, and
         # chooses scans that made a point read 5 ms and a search 80 ms at 40,000 entities
         # (0.5 and 28 ms after). ANALYZE, unlike VACUUM, runs inside the transaction.
-        tx.cursor.execute("ANALYZE entities, observations, entity_aliases, relations")
+        tx.cursor.execute("ANALYZE entities, observations, entity_aliases, relations, entity_words")
 
     @contextmanager
     def time_limit(self, seconds: float) -> Iterator[None]:

@@ -95,11 +95,32 @@ class _Writes(_Reads):
             raise StorageBusyError(_MEANWHILE.format(what="one of these entities"))
         tx.delta.entities += len(rows)
         tx.delta.words += sum(row[-1] for row in rows)
+        self._insert_words([(row[0], row[-3]) for row in rows])
         by_name = {entity.name: entity_id for entity_id, entity in zip(ids, entities, strict=True)}
         self._insert_aliases([(by_name[entity.name], entity) for entity in entities if entity.aliases])
         self._insert_observations(
             [(by_name[entity.name], content) for entity in entities for content in entity.observations]
         )
+
+    def _insert_words(self, documents: Sequence[tuple[int, Sequence[str]]]) -> None:
+        """Index each (entity id, word columns): one row per distinct word (migration 0003)."""
+        words, ids = [], []
+        for entity_id, columns in documents:
+            for word in dict.fromkeys(word for column in columns for word in column.split()):
+                words.append(word)
+                ids.append(entity_id)
+        if not words:
+            return
+        tx = self._tx
+        if tx.bulk:
+            with tx.cursor.copy("COPY entity_words (word, entity_id) FROM STDIN") as copy:
+                for row in zip(words, ids, strict=True):
+                    copy.write_row(row)
+        else:
+            tx.cursor.execute(
+                "INSERT INTO entity_words (word, entity_id) SELECT * FROM unnest(%s::text[], %s::bigint[])",
+                (words, ids),
+            )
 
     def _insert_aliases(self, entities: Sequence[tuple[int, Entity]]) -> None:
         rows = [(escape(alias), entity_id) for entity_id, entity in entities for alias in dict.fromkeys(entity.aliases)]
@@ -278,3 +299,5 @@ class _Writes(_Reads):
         tx.cursor.executemany(
             "UPDATE entities SET word_columns = %s, words = %s, word_count = %s WHERE id = %s", updates
         )
+        tx.cursor.execute("DELETE FROM entity_words WHERE entity_id = ANY(%s)", (stale,))
+        self._insert_words([(entity_id, columns) for columns, _, _, entity_id in updates])

@@ -19,6 +19,12 @@ from graphmem.server import build_server
 from graphmem.storage import open_store
 
 
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """The graph behaves alike on every backend: each test runs on SQLite, JSONL and PostgreSQL."""
+    return any_backend_settings
+
+
 def _draft(name: str, targets: list[str], importance: float = 0.5) -> EntityDraft:
     return EntityDraft(
         name, "Person", ("Some fact here",), tuple(RelationDraft(t, "knows") for t in targets), importance=importance

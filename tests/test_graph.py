@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from graphmem.config import Settings
 from graphmem.core.errors import DanglingRelationError, EntityNotFoundError, InvalidInputError
 from graphmem.core.limits import Limits
 from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion, Relation
 from graphmem.domain.graph import KnowledgeGraph
+
+
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """The graph behaves alike on every backend: each test runs on SQLite, JSONL and PostgreSQL."""
+    return any_backend_settings
 
 
 def test_duplicates_within_one_batch_are_stored_once_and_the_first_wins(graph):

@@ -16,6 +16,12 @@ from graphmem.domain.maintenance import EntityUpdate, RelationUpdate
 from graphmem.storage import open_store
 
 
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """The graph behaves alike on every backend: each test runs on SQLite, JSONL and PostgreSQL."""
+    return any_backend_settings
+
+
 @pytest.fixture(params=["memory.db", "memory.jsonl"])
 def reopen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], KnowledgeGraph]]:
     opened = []

@@ -17,6 +17,12 @@ from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 
 
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """The graph behaves alike on every backend: each test runs on SQLite, JSONL and PostgreSQL."""
+    return any_backend_settings
+
+
 @pytest.fixture(params=["memory.db", "memory.jsonl"])
 def graph(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeGraph]:
     store = open_store(Settings(memory_path=tmp_path / request.param))

@@ -15,6 +15,12 @@ from graphmem.storage.words import Term
 from graphmem.tools import ALL_TOOLS, ToolContext
 
 
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """The graph behaves alike on every backend: each test runs on SQLite, JSONL and PostgreSQL."""
+    return any_backend_settings
+
+
 def test_a_question_keeps_only_its_meaningful_words():
     assert query_terms("Where does Alice work?") == ["alice", "work"]
 

@@ -8,6 +8,7 @@ system's PostgreSQL (Debian's 15) where the wheel cannot do it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, urlsplit
@@ -22,6 +23,7 @@ from graphmem.core.models import Entity
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_checked_store
 from tests.helpers_postgres import (
+    EXTERNAL_URL_VARIABLE,
     PostgresServer,
     TlsFiles,
     make_certificates,
@@ -130,11 +132,63 @@ async def test_a_stdio_server_on_a_tls_database_answers_a_tool_call(
 # -- what fails, and says why ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1"])
-def test_a_host_the_certificate_does_not_name_is_refused_saying_which_names_it_has(
-    tls_server: PostgresServer, database: str, certificates: TlsFiles, host: str
+def test_a_certificate_from_another_ca_is_refused_saying_the_tls_connection_failed(
+    tls_server: PostgresServer, database: str, stranger_ca: Path
 ) -> None:
-    url = _url(tls_server, database, host=host, sslmode="verify-full", sslrootcert=certificates.ca_certificate)
+    message = _open_error(_url(tls_server, database, sslmode="verify-full", sslrootcert=stranger_ca))
+    assert "TLS connection failed" in message
+    assert "not signed by" in message and "sslrootcert" in message
+
+
+def test_a_host_the_certificate_does_not_name_is_refused_saying_which_names_it_has(
+    tls_server: PostgresServer, database: str, certificates: TlsFiles
+) -> None:
+    # The same server, dialled by its address: the certificate names only "localhost".
+    url = _url(tls_server, database, host="127.0.0.1", sslmode="verify-full", sslrootcert=certificates.ca_certificate)
     message = _open_error(url)
     assert "TLS connection failed" in message
     assert '"localhost"' in message and "host name" in message
+
+
+def test_verify_full_without_sslrootcert_says_to_give_the_ca_or_the_systems(
+    tls_server: PostgresServer, database: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # libpq then looks for ~/.postgresql/root.crt, not the system's authorities.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    message = _open_error(_url(tls_server, database, sslmode="verify-full"))
+    assert "TLS connection failed" in message
+    assert "sslrootcert=" in message and "sslrootcert=system" in message
+
+
+def test_a_missing_ca_file_is_not_mistaken_for_a_missing_database(
+    tls_server: PostgresServer, database: str, tmp_path: Path
+) -> None:
+    missing = tmp_path / "database-certificates" / "ca.pem"
+    message = _open_error(_url(tls_server, database, sslmode="verify-full", sslrootcert=missing))
+    assert "TLS connection failed" in message
+    assert "no such database" not in message
+    assert str(missing) in message
+
+
+def test_sslmode_require_on_a_server_without_tls_says_the_server_offers_none(
+    postgres_server: PostgresServer,
+) -> None:
+    if os.environ.get(EXTERNAL_URL_VARIABLE):
+        pytest.skip("an external server is in use; whether it offers TLS is its owner's choice")
+    message = _open_error(_url(postgres_server, "postgres", sslmode="require"))
+    assert "TLS connection failed" in message
+    assert "does not offer TLS" in message
+
+
+def test_an_unknown_sslmode_says_which_values_there_are(tls_server: PostgresServer, database: str) -> None:
+    message = _open_error(_url(tls_server, database, sslmode="requir"))
+    assert "verify-full" in message and "require" in message
+
+
+@pytest.mark.parametrize("host", ["db.invalid", "ssl-db.invalid"])
+def test_a_host_name_that_does_not_resolve_says_the_server_cannot_be_reached(host: str) -> None:
+    # psycopg resolves host names itself ("failed to resolve host"); a name with "ssl" in it
+    # is no TLS failure.
+    message = _open_error(f"postgresql://alice:{PASSWORD}@{host}:5432/team?sslmode=verify-full")
+    assert "cannot be reached" in message
+    assert "TLS" not in message

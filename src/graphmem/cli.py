@@ -910,13 +910,17 @@ def migrate_(ctx: click.Context, source: str, target: str, progress: bool | None
         raise click.ClickException(f"There is no memory at {from_settings.location}; nothing to migrate.")
     reading = _open_for_reading(from_settings)
     try:
+        counts = reading.counts()
+        if not counts.entities and not counts.relations:
+            raise click.ClickException(
+                f"{reading.store.location} holds no entities or relations; there is nothing to migrate. "
+                "Check --from (graphmem info --memory-file … shows what a memory holds)."
+            )
         try:
             writing = open_checked_store(to_settings)
         except GraphmemError as error:
             raise click.ClickException(str(error)) from error
         try:
-            with reading.store.read():
-                counts = reading.store.counts()
             started = time.perf_counter()
             with _progress_bar(progress, counts.entities + counts.relations, LARGE_GRAPH_RECORDS, "Migrating") as bar:
                 report = migrate(reading.store, writing, progress=bar)

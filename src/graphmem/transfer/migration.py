@@ -59,6 +59,16 @@ def _chunks(items: Iterable[T]) -> Iterator[list[T]]:
         yield chunk
 
 
+def _check_empty(target: Store) -> None:
+    held = target.counts()
+    if held.entities or held.relations:
+        raise TargetNotEmptyError(
+            f"{target.location} already holds {held.entities} entities and {held.relations} relations; "
+            "a migration copies a memory into an empty one. Choose a new memory (a new file or an empty "
+            "database), or merge into this one with `graphmem export` and `graphmem import`."
+        )
+
+
 def migrate(source: Store, target: Store, *, progress: Progress | None = None) -> MigrationReport:
     """Copy every entity and relation of `source` into `target`, which must hold nothing.
 
@@ -66,18 +76,15 @@ def migrate(source: Store, target: Store, *, progress: Progress | None = None) -
         TargetNotEmptyError: the target holds entities or relations; nothing was written.
     """
     with target.read():
-        held = target.counts()
-    if held.entities or held.relations:
-        raise TargetNotEmptyError(
-            f"{target.location} already holds {held.entities} entities and {held.relations} relations; "
-            "a migration copies a memory into an empty one. Choose a new memory (a new file or an empty "
-            "database), or merge into this one with `graphmem export` and `graphmem import`."
-        )
+        _check_empty(target)
     entities = observations = earlier = relations = merged = 0
     names: set[str] = set()
     later: list[Entity] = []
     keys: set[tuple[str, str, str]] = set()
     with source.read(), target.write(), target.bulk_insert():
+        # Again, now that the target is locked for writing: another server may have written
+        # to it since it was looked at.
+        _check_empty(target)
         for chunk in _chunks(source.iter_entities()):
             fresh: dict[str, Entity] = {}
             for entity in chunk:

@@ -85,9 +85,19 @@ def is_database_url(value: str) -> bool:
 _SECRET_PARAMETERS = {"password", "sslpassword"}
 
 
+_USER_PASSWORD = re.compile(r"(://[^/?#@:]*):[^/?#]*@")
+_PASSWORD_PARAMETER = re.compile(r"(?<=[?&])(?:ssl)?password=[^&#]*&?", re.IGNORECASE)
+
+
 def redact_url(url: str) -> str:
-    """The URL as it may be shown to people: without its password (in the user part or the query)."""
-    parts = urlsplit(url)
+    """The URL as it may be shown to people: without its password (in the user part or the query).
+
+    Never raises, whatever the text: it is used on URLs that failed to parse too. The parts of
+    the URL keep their spelling (`postgresql:///db?host=/tmp` stays as it is)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a malformed URL (an unclosed IPv6 bracket): scrub it as text
+        return _PASSWORD_PARAMETER.sub("", _USER_PASSWORD.sub(r"\1@", url)).rstrip("?&")
     netloc = parts.netloc
     if "@" in netloc:
         user, _, host = netloc.rpartition("@")
@@ -97,7 +107,11 @@ def redact_url(url: str) -> str:
         pairs = parse_qsl(query, keep_blank_values=True)
         if any(key in _SECRET_PARAMETERS for key, _ in pairs):
             query = urlencode([(key, value) for key, value in pairs if key not in _SECRET_PARAMETERS])
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+    shown = f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else urlunsplit(parts._replace(netloc=netloc))
+    if parts.scheme:
+        shown += f"?{query}" if query else ""
+        shown += f"#{parts.fragment}" if parts.fragment else ""
+    return shown
 
 
 def _parse_bool(key: str, value: str) -> bool:
@@ -218,6 +232,15 @@ class Settings:
         env = os.environ if environ is None else environ
         raw_path = memory_file or env.get("MEMORY_FILE_PATH", "").strip() or None
         database_url: str | None = None
+        if memory_file is None and raw_path is not None and env.get("GRAPHMEM_DATABASE_URL", "").strip():
+            # Two places name the memory: an old MEMORY_FILE_PATH left in a client's config
+            # would quietly keep one person off the team's database.
+            raise ConfigError(
+                "GRAPHMEM_DATABASE_URL",
+                redact_url(env["GRAPHMEM_DATABASE_URL"].strip()),
+                f"MEMORY_FILE_PATH names a memory too ({redact_url(raw_path)}); keep one of the two "
+                "(or give --memory-file, which wins over both).",
+            )
         if raw_path is None and env.get("GRAPHMEM_DATABASE_URL", "").strip():
             database_url = env["GRAPHMEM_DATABASE_URL"].strip()
             if not is_database_url(database_url):

@@ -32,12 +32,6 @@ def test_a_postgresql_url_selects_the_postgres_backend_wherever_it_is_given(envi
     assert settings.location.startswith(("postgresql://alice@db.example/team", "postgres://alice@db.example/team"))
 
 
-def test_a_memory_file_wins_over_graphmem_database_url():
-    settings = Settings.from_env({"GRAPHMEM_DATABASE_URL": URL, "MEMORY_FILE_PATH": "/tmp/m.db"})
-    assert settings.backend == "sqlite"
-    assert settings.database_url is None
-
-
 def test_the_location_shows_the_url_without_any_password():
     assert redact_url(URL) == "postgresql://alice@db.example/team"
     assert redact_url("postgresql://db.example:5433/team?sslmode=require&password=pw") == (
@@ -90,3 +84,27 @@ def test_info_on_a_new_empty_database_opens_it_and_shows_it_without_the_password
     assert "backend: postgres" in result.output
     assert "opens: yes (0 entities, 0 relations)" in result.output
     assert "s3cret" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://alice:pw@[::1/team", "postgresql://alice@[::1/team"),  # unparsable: scrubbed as text
+        ("postgresql://a:pw@[::1/x?password=zz&sslmode=require", "postgresql://a@[::1/x?sslmode=require"),
+        ("postgresql:///team?host=/var/run/postgresql", "postgresql:///team?host=/var/run/postgresql"),
+    ],
+)
+def test_any_url_is_shown_without_its_password_and_never_raises(url: str, shown: str):
+    assert redact_url(url) == shown
+
+
+def test_a_memory_named_both_in_memory_file_path_and_graphmem_database_url_is_refused():
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env({"GRAPHMEM_DATABASE_URL": URL, "MEMORY_FILE_PATH": "/tmp/m.db"})
+    assert "keep one of the two" in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+
+
+def test_the_memory_file_flag_wins_over_both_variables():
+    settings = Settings.from_env({"GRAPHMEM_DATABASE_URL": URL, "MEMORY_FILE_PATH": "/tmp/m.db"}, memory_file=URL)
+    assert settings.backend == "postgres"

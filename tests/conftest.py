@@ -39,6 +39,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         reporter.write_line(line)
 
 
+_POSTGRES_FIXTURES = {"postgres_server", "postgres_url", "oldest_postgres_server", "pgbouncer_server"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `postgres` every test that uses a PostgreSQL server: through a fixture, or through a
+    backend parameter that names one (`any_backend_settings`, the store contract suite)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if _POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
+            isinstance(value, str) and value.startswith("postgres") for value in params.values()
+        ):
+            item.add_marker(pytest.mark.postgres)
+
+
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     # Module scope, so that a module-scoped async fixture (`served`) can hold servers for its tests.

@@ -34,6 +34,12 @@ def _run(cache: AnswerCache, ctx: ToolContext, tool: str, arguments: dict[str, A
 
 
 @pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """Kept answers hold on every backend: each test runs on SQLite, JSONL and PostgreSQL."""
+    return any_backend_settings
+
+
+@pytest.fixture
 def ctx(graph: KnowledgeGraph) -> ToolContext:
     graph.create_entities([Entity("Alice", "person", ("likes tea",)), Entity("Bob", "person", ("likes coffee",))])
     return ToolContext(graph, response_budget=25_000)
@@ -70,19 +76,19 @@ def test_a_write_through_the_graph_drops_every_kept_answer(ctx: ToolContext) -> 
 def test_a_write_by_another_process_drops_every_kept_answer(ctx: ToolContext, settings: Settings) -> None:
     cache = AnswerCache()
     assert _run(cache, ctx, "open_nodes", {"names": ["Dave"]}).structured["entities"] == []
-    # A separate process writes the same SQLite file: only SQLite's data_version tells.
+    # A separate process writes the same memory: only the store's version can tell (SQLite's
+    # data_version, PostgreSQL's write counter, a JSONL file's stamp).
     script = (
         "import sys\n"
         "from graphmem.config import Settings\n"
         "from graphmem.domain.graph import KnowledgeGraph\n"
         "from graphmem.core.models import Entity\n"
         "from graphmem.storage import open_store\n"
-        "from pathlib import Path\n"
-        "store = open_store(Settings(memory_path=Path(sys.argv[1])))\n"
+        "store = open_store(Settings.from_env({}, memory_file=sys.argv[1], semantic=False))\n"
         "KnowledgeGraph(store).create_entities([Entity('Dave', 'person', ('new',))])\n"
         "store.close()\n"
     )
-    subprocess.run([sys.executable, "-c", script, str(settings.memory_path)], check=True)
+    subprocess.run([sys.executable, "-c", script, settings.database_url or str(settings.memory_path)], check=True)
     answer = _run(cache, ctx, "open_nodes", {"names": ["Dave"]})
     assert [e["name"] for e in answer.structured["entities"]] == ["Dave"]
 

@@ -27,10 +27,17 @@ SEARCH = next(spec for spec in ALL_TOOLS if spec.name == "search_nodes")
 MANY = 2 * RANKED_AT_MOST + 300
 
 
-@pytest.fixture(scope="module")
-def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeGraph]:
-    path: Path = tmp_path_factory.mktemp("many") / "memory.db"
-    store = open_store(Settings(memory_path=path))
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def memory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeGraph]:
+    """One large memory per backend for the module: a common word answers alike on both."""
+    if request.param == "postgres":
+        server = request.getfixturevalue("postgres_server")
+        url = server.create_memory()
+        request.addfinalizer(lambda: server.drop_memory(url))
+        settings = Settings(database_url=url, semantic=False)
+    else:
+        settings = Settings(memory_path=tmp_path_factory.mktemp("many") / "memory.db")
+    store = open_store(settings)
     graph = KnowledgeGraph(store)
     # The oldest entity holds the word in its name; every other one in an observation,
     # a tenth of them twice (a higher score, were they scored).

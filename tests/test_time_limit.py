@@ -55,8 +55,12 @@ def _arguments(count: int) -> dict[str, object]:
     }
 
 
-async def test_a_tool_call_past_the_time_limit_is_a_tool_error_and_changes_nothing(tmp_path: Path):
-    settings = Settings.from_env({}, memory_file=str(tmp_path / "memory.db"), call_time_limit=NO_TIME)
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_tool_call_past_the_time_limit_is_a_tool_error_and_changes_nothing(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+):
+    memory = request.getfixturevalue("postgres_url") if backend == "postgres" else str(tmp_path / "memory.db")
+    settings = Settings.from_env({}, memory_file=memory, call_time_limit=NO_TIME)
     async with Client(build_server(settings), mode="legacy") as client:
         result = await client.call_tool("create_entities", _arguments(1000))
         assert result.is_error

@@ -316,3 +316,31 @@ def test_a_batch_larger_than_the_servers_lock_table_is_written_whole(opened: Cal
         store.insert_relations([Relation(f"e{i}", f"e{i + 1}", "next") for i in range(20_000)])
     with store.read():
         assert store.counts().entities == 20_000 and store.counts().relations == 20_000
+
+
+def test_connections_the_server_closed_meanwhile_are_replaced_and_the_next_calls_succeed(opened, postgres_url):
+    store = opened()
+    with store.write():
+        store.insert_entities([Entity("Ada", "person", ("writes programs",))])
+    # Three connections in the pool at once, then all of them ended by the server (a restart,
+    # an idle timeout, a proxy closing them).
+    together = threading.Barrier(3)
+
+    def backend() -> int:
+        with store.read():
+            ((pid,),) = store._rows("SELECT pg_backend_pid()")
+            together.wait(timeout=10)
+        return int(pid)
+
+    with ThreadPoolExecutor(3) as pool:
+        pids = set(pool.map(lambda _: backend(), range(3)))
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        for pid in pids:
+            admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
+    assert store.version() is not None
+    with store.read():
+        assert store.get_entities(["Ada"])[0].observations == ("writes programs",)
+    with store.write():
+        store.append_observations("Ada", ["reads proofs"])
+    with store.read():
+        assert store.observations_of("Ada") == ["writes programs", "reads proofs"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -19,7 +20,7 @@ from psycopg_pool import ConnectionPool
 
 from graphmem.core.errors import MemoryOpenError, StorageBusyError, StorageError, TimeLimitError
 
-__all__ = ["connect_pool", "map_postgres_errors", "open_error"]
+__all__ = ["connect_pool", "first_statement", "map_postgres_errors", "open_error"]
 
 # Small: graphmem serves one client per process (stdio) or a few calls at once (HTTP), and a
 # team's database is shared by many servers.
@@ -64,14 +65,37 @@ def connect_pool(url: str, location: str) -> ConnectionPool:
         min_size=POOL_MIN,
         max_size=POOL_MAX,
         kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
-        # A connection the server or a proxy closed meanwhile is replaced before it is lent.
-        check=ConnectionPool.check_connection,
+        # No check before lending a connection (a round trip of its own, a third of a point
+        # read): a connection the server or a proxy closed meanwhile fails the transaction's
+        # first statement instead, which changed nothing, and is replaced (`first_statement`).
         timeout=POOL_WAIT_SECONDS,
         name="graphmem",
         open=False,
     )
     pool.open(wait=True, timeout=POOL_WAIT_SECONDS)
     return pool
+
+
+def first_statement(pool: ConnectionPool, query: str) -> tuple[psycopg.Connection[Any], psycopg.Cursor[Any]]:
+    """Borrow a connection and run a transaction's first statements on it (`query`: its BEGIN,
+    settings and reads, nothing that writes). Give the connection back with `pool.putconn`.
+
+    A connection found closed by this (a server restart, an idle timeout, a proxy) goes
+    back to the pool, which drops it, and the statement runs again on the next: at most
+    once per connection the pool may hold, and one new.
+    """
+    for attempt in range(POOL_MAX + 1):
+        conn = pool.getconn()
+        try:
+            return conn, conn.execute(query.encode("utf-8"))
+        except psycopg.OperationalError:
+            pool.putconn(conn)
+            if not conn.closed or attempt == POOL_MAX:
+                raise
+        except BaseException:
+            pool.putconn(conn)
+            raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def open_error(location: str, error: psycopg.Error) -> MemoryOpenError:

@@ -27,9 +27,9 @@ from typing import Any
 from graphmem.storage.postgres.text import StoredDocument, escape
 from graphmem.storage.words import RANKED_AT_MOST, Term, idf, score, score_bound, stem
 
-__all__ = ["Rows", "Scoring", "all_matches", "best_matches", "count_term", "holding", "newest_matches"]
+__all__ = ["Rows", "Scoring", "all_matches", "best_matches", "count_term", "holding", "holding_ids", "newest_matches"]
 
-Rows = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+Rows = Callable[[str, Sequence[Any] | dict[str, Any]], list[tuple[Any, ...]]]
 """Runs one query in the store's transaction and returns its rows (`_Reads._rows`)."""
 
 _KEY = 256
@@ -78,6 +78,14 @@ def holding(term: Term, entity: str = "e") -> tuple[str, list[Any]]:
     """SQL true for the entities (`entities AS entity`) whose word document holds the term."""
     condition, params = _word_condition(term, "w")
     return f"EXISTS (SELECT 1 FROM entity_words AS w WHERE w.entity_id = {entity}.id AND {condition})", params
+
+
+def holding_ids(term: Term) -> tuple[str, dict[str, Any]]:
+    """A subquery for the ids of the entities holding the term, with named parameters."""
+    condition, values = _word_condition(term, "w")
+    names = [f"word{i}" for i in range(len(values))]
+    named = condition % tuple(f"%({name})s" for name in names)
+    return f"SELECT w.entity_id FROM entity_words AS w WHERE {named}", dict(zip(names, values, strict=True))
 
 
 def count_term(rows: Rows, term: Term, at_most: int) -> int:

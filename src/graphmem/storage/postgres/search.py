@@ -13,8 +13,8 @@ from functools import partial
 from typing import Any
 
 from graphmem.storage.base import FieldHits
-from graphmem.storage.postgres import ranking
-from graphmem.storage.postgres.text import escape, like_pattern, mid_escape_regex, unescape
+from graphmem.storage.postgres import official, ranking
+from graphmem.storage.postgres.text import unescape
 from graphmem.storage.postgres.writes import _Writes
 from graphmem.storage.words import (
     RANKED_AT_MOST,
@@ -33,18 +33,6 @@ from graphmem.storage.words import (
 _TERM_COUNTS_KEPT = 4096
 
 
-def _contains(column: str, needle: str, params: dict[str, Any]) -> str:
-    """SQL true where `column` (a lower-cased copy) contains `needle` (lower-case, unescaped)."""
-    escaped = escape(needle)
-    params["pattern"] = like_pattern(escaped)
-    condition = f"{column} LIKE %(pattern)s"
-    regex = mid_escape_regex(escaped)
-    if regex is not None:
-        params["regex"] = regex
-        condition += f" AND {column} ~ %(regex)s"
-    return condition
-
-
 def _word_pattern(term: Term) -> str:
     """A LIKE pattern on the words blob for an entity holding the term's index word."""
     word = stem(term.word).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -59,13 +47,13 @@ class _Search(_Writes):
 
     def find_text(self, needle: str) -> dict[str, FieldHits]:
         params: dict[str, Any] = {}
-        name, entity_type = _contains("name_lc", needle, params), _contains("type_lc", needle, params)
+        name, entity_type = official.contains("name_lc", needle, params), official.contains("type_lc", needle, params)
         entity_rows = self._rows(
             f"SELECT id, name, {name}, {entity_type} FROM entities WHERE ({name}) OR ({entity_type})", params
         )
         observation_rows = self._rows(
             "SELECT e.id, e.name, count(*) FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
-            f" WHERE {_contains('o.content_lc', needle, params)} GROUP BY e.id, e.name",
+            f" WHERE {official.contains('o.content_lc', needle, params)} GROUP BY e.id, e.name",
             params,
         )
         hits: dict[str, FieldHits] = {}
@@ -84,29 +72,13 @@ class _Search(_Writes):
         """Ids of the entities containing a needle, newest first: those whose name or type
         contains one first, then those whose observations do (each at its newest matching
         observation), as the SQLite backend walks its indexes; the first `reach` (or all)."""
-        of_type = "" if search.entity_type is None else " AND e.entity_type = %(type)s"
-        found: dict[int, None] = {}
-        needles = list(dict.fromkeys(search.needles))
-        for in_names in (True, False):
-            for needle in needles:
-                if reach is not None and len(found) >= reach:
-                    return list(found)
-                params: dict[str, Any] = {"type": None if search.entity_type is None else escape(search.entity_type)}
-                params["limit"] = None if reach is None else reach
-                if in_names:
-                    name, kind = _contains("e.name_lc", needle, params), _contains("e.type_lc", needle, params)
-                    sql = f"SELECT e.id FROM entities AS e WHERE (({name}) OR ({kind})){of_type} ORDER BY e.id DESC"
-                else:
-                    sql = (
-                        "SELECT o.entity_id FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
-                        f" WHERE {_contains('o.content_lc', needle, params)}{of_type}"
-                        " GROUP BY o.entity_id ORDER BY max(o.id) DESC"
-                    )
-                for (entity_id,) in self._rows(f"{sql} LIMIT %(limit)s", params):
-                    found[entity_id] = None
-                    if reach is not None and len(found) >= reach:
-                        return list(found)
-        return list(found)
+        return official.walk(self._rows, search, reach, self._selective)
+
+    def _selective(self, word: Term) -> bool:
+        """Whether at most `official.WORD_CANDIDATES` entities hold the word (remembered as
+        other counts are). The word index is always current here: a write rebuilds the
+        documents it changed before it commits, and before it searches."""
+        return self._count_term(word, official.WORD_CANDIDATES + 1) <= official.WORD_CANDIDATES
 
     def _count_term(self, term: Term, at_most: int) -> int:
         """How many entities hold the term (up to `at_most`), remembered while no write commits.

@@ -23,7 +23,12 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from graphmem.core.errors import SchemaVersionError, StorageError
-from graphmem.storage.postgres.connection import IDLE_IN_TRANSACTION_MS, connect_pool, map_postgres_errors
+from graphmem.storage.postgres.connection import (
+    IDLE_IN_TRANSACTION_MS,
+    connect_pool,
+    first_statement,
+    map_postgres_errors,
+)
 from graphmem.storage.postgres.reads import Transaction
 from graphmem.storage.postgres.schema import SCHEMA_VERSION, migrate
 from graphmem.storage.postgres.search import _Search
@@ -102,38 +107,40 @@ class PostgresStore(_Search, _Vectors):
             raise StorageError(f"The memory at {self.location} was opened read-only; nothing was changed.")
         deadline: float | None = getattr(self._local, "deadline", None)
         timed = deadline is not None
-        with map_postgres_errors(timed), self._pool.connection() as conn:
-            begin = (
-                "BEGIN ISOLATION LEVEL READ COMMITTED" if writing else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-            )
-            statement_ms = 0 if deadline is None else max(1, round((deadline - time.monotonic()) * 1000))
+        begin = "BEGIN ISOLATION LEVEL READ COMMITTED" if writing else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        statement_ms = 0 if deadline is None else max(1, round((deadline - time.monotonic()) * 1000))
+        with map_postgres_errors(timed):
             # One round trip, all LOCAL: nothing outlives the transaction (PgBouncer-safe).
             # A read also takes the memory's write counter, which its snapshot sees: what it
             # remembers (the number of entities holding a word) is valid for that count.
-            cursor = conn.execute(
+            conn, cursor = first_statement(
+                self._pool,
                 f"{begin}; SET LOCAL lock_timeout = {max(1, round(self._lock_wait * 1000))};"
                 f" SET LOCAL statement_timeout = {statement_ms};"
                 f" SET LOCAL idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}"
-                + ("" if writing else "; SELECT writes FROM graphmem_state WHERE id = 1")
+                + ("" if writing else "; SELECT writes FROM graphmem_state WHERE id = 1"),
             )
-            tx = Transaction(conn, writing)
-            if not writing:
-                while cursor.nextset():
-                    pass
-                row = cursor.fetchone()
-                tx.version = None if row is None else int(row[0])
-            self._local.tx = tx
             try:
-                yield
-                if writing:
-                    self._finish_write(tx)
-                conn.execute("COMMIT")
-            except BaseException:
-                if not conn.closed:
-                    conn.execute("ROLLBACK")
-                raise
+                tx = Transaction(conn, writing)
+                if not writing:
+                    while cursor.nextset():
+                        pass
+                    row = cursor.fetchone()
+                    tx.version = None if row is None else int(row[0])
+                self._local.tx = tx
+                try:
+                    yield
+                    if writing:
+                        self._finish_write(tx)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if not conn.closed:
+                        conn.execute("ROLLBACK")
+                    raise
+                finally:
+                    self._local.tx = None
             finally:
-                self._local.tx = None
+                self._pool.putconn(conn)
         if writing:
             with self._counter:
                 self._writes += 1
@@ -194,8 +201,12 @@ class PostgresStore(_Search, _Vectors):
     def version(self) -> Hashable | None:
         if getattr(self._local, "tx", None) is not None:
             return None
-        with map_postgres_errors(), self._pool.connection() as conn:
-            row = conn.execute("SELECT writes FROM graphmem_state WHERE id = 1").fetchone()
+        with map_postgres_errors():
+            conn, cursor = first_statement(self._pool, "SELECT writes FROM graphmem_state WHERE id = 1")
+            try:
+                row = cursor.fetchone()
+            finally:
+                self._pool.putconn(conn)
         return None if row is None else ("postgres", row[0])
 
     def integrity_problems(self) -> list[str]:

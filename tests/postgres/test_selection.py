@@ -108,3 +108,17 @@ def test_a_memory_named_both_in_memory_file_path_and_graphmem_database_url_is_re
 def test_the_memory_file_flag_wins_over_both_variables():
     settings = Settings.from_env({"GRAPHMEM_DATABASE_URL": URL, "MEMORY_FILE_PATH": "/tmp/m.db"}, memory_file=URL)
     assert settings.backend == "postgres"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://alice:Tr0ub4dor%zz3@127.0.0.1:1/team",  # libpq quotes the bad percent-escape
+        "postgresql://alice:Tr0ub4dor3@[::1/team",  # an unclosed IPv6 bracket
+    ],
+)
+def test_a_malformed_url_is_refused_without_showing_its_password(url: str):
+    result = CliRunner().invoke(cli, ["info", "--memory-file", url], env={})
+    assert result.exit_code == 1
+    assert "Tr0ub4dor" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

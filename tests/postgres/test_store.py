@@ -11,7 +11,7 @@ from typing import TypeVar
 import psycopg
 import pytest
 
-from graphmem.core.errors import MemoryOpenError, SchemaVersionError, StorageBusyError, TimeLimitError
+from graphmem.core.errors import MemoryOpenError, SchemaVersionError, StorageBusyError, StorageError, TimeLimitError
 from graphmem.core.models import Entity, ObservationAddition, Relation
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage.postgres import PostgresStore
@@ -344,3 +344,44 @@ def test_connections_the_server_closed_meanwhile_are_replaced_and_the_next_calls
         store.append_observations("Ada", ["reads proofs"])
     with store.read():
         assert store.observations_of("Ada") == ["writes programs", "reads proofs"]
+
+
+# -- what the review found -------------------------------------------------------------------
+
+
+def test_a_database_holding_other_tables_and_no_memory_is_refused_and_left_as_it_was(postgres_url: str):
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE invoices (id int)")
+    with pytest.raises(MemoryOpenError) as caught:
+        PostgresStore(postgres_url, "postgresql://x/accounts")
+    assert "holds 1 other tables and no graphmem memory" in str(caught.value)
+    assert "Check the URL" in str(caught.value)
+    with psycopg.connect(postgres_url) as conn:
+        tables = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()
+    assert tables == [("invoices",)]
+
+
+def test_a_pool_that_cannot_lend_a_connection_in_time_says_nothing_was_changed():
+    from psycopg_pool import PoolTimeout
+
+    with pytest.raises(StorageError) as caught, map_postgres_errors():
+        raise PoolTimeout("couldn't get a connection after 30.00 sec")
+    assert "nothing was changed" in str(caught.value)
+    assert "may not have been saved" not in str(caught.value)
+
+
+def test_a_write_waits_for_the_state_row_another_writer_is_committing_instead_of_failing(postgres_url: str):
+    store = PostgresStore(postgres_url, "postgresql://test")
+    # The call's own lock wait is short, as a server sets it: the state row, the last lock of
+    # every write, held by another writer's commit, must not fail the call for all that.
+    store.wait_for_locks(0.005)
+    try:
+        with psycopg.connect(postgres_url) as other:
+            other.execute("UPDATE graphmem_state SET writes = writes WHERE id = 1")  # held until commit
+            threading.Timer(0.3, other.commit).start()
+            with store.write():
+                store.insert_entities([Entity("fast", "t")])
+        with store.read():
+            assert store.existing_names(["fast"]) == {"fast"}
+    finally:
+        store.close()

@@ -9,14 +9,16 @@ and libpq does the rest.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from graphmem.core.errors import MemoryOpenError, StorageBusyError, StorageError, TimeLimitError
 
@@ -44,13 +46,17 @@ _BUSY = (
 )
 
 
+_URL_PASSWORD = re.compile(r"://[^/?#@:]*:([^/?#@]+)@")
+"""The password of a URL too malformed for urlsplit (an unclosed IPv6 bracket, say)."""
+
+
 def _check_server(url: str, location: str) -> None:
     """Open one connection now, so that a wrong URL says why at once (the pool only times out)."""
     try:
         with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_SECONDS, prepare_threshold=None):
             pass
     except psycopg.Error as error:
-        raise open_error(location, error) from error
+        raise open_error(location, error, url) from error
 
 
 def connect_pool(url: str, location: str) -> ConnectionPool:
@@ -72,7 +78,11 @@ def connect_pool(url: str, location: str) -> ConnectionPool:
         name="graphmem",
         open=False,
     )
-    pool.open(wait=True, timeout=POOL_WAIT_SECONDS)
+    try:
+        pool.open(wait=True, timeout=POOL_WAIT_SECONDS)
+    except BaseException:
+        pool.close()
+        raise
     return pool
 
 
@@ -89,18 +99,44 @@ def first_statement(pool: ConnectionPool, query: str) -> tuple[psycopg.Connectio
         try:
             return conn, conn.execute(query.encode("utf-8"))
         except psycopg.OperationalError:
-            pool.putconn(conn)
+            _give_back(pool, conn)
             if not conn.closed or attempt == POOL_MAX:
                 raise
         except BaseException:
-            pool.putconn(conn)
+            _give_back(pool, conn)
             raise
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def open_error(location: str, error: psycopg.Error) -> MemoryOpenError:
-    """Why a connection to the database failed, and what to do, from libpq's message."""
-    message = str(error).strip()
+def _give_back(pool: ConnectionPool, conn: psycopg.Connection[Any]) -> None:
+    """Return a connection whose first statements failed, its transaction (if one began) ended."""
+    if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        with contextlib.suppress(psycopg.Error):
+            conn.rollback()
+    pool.putconn(conn)
+
+
+def _without_secrets(message: str, url: str | None) -> str:
+    """libpq's message with the URL and its password taken out (it quotes the part it could not
+    parse, which may be the password itself)."""
+    if not url:
+        return message
+    secrets = [url]
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    secrets += [password] if password else []
+    secrets += [match.group(1) for match in _URL_PASSWORD.finditer(url)]
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        message = message.replace(secret, "***")
+    return message
+
+
+def open_error(location: str, error: psycopg.Error, url: str | None = None) -> MemoryOpenError:
+    """Why a connection to the database failed, and what to do, from libpq's message (with the
+    URL's password, if `url` is given, never repeated)."""
+    message = _without_secrets(str(error).strip(), url)
     lowered = message.lower()
     first_line = message.splitlines()[0] if message else type(error).__name__
     # What libpq says went wrong, without "connection to server at "host", port N failed: ":
@@ -221,6 +257,13 @@ def map_postgres_errors(timed: bool = False) -> Iterator[None]:
         raise StorageError(
             f"The database user may not do this ({exc.diag.message_primary}); nothing was changed. "
             "Ask the database's owner for the privileges graphmem needs on its tables."
+        ) from exc
+    except PoolTimeout as exc:
+        # No statement was sent: the pool could not lend a connection in time.
+        raise StorageError(
+            f"No connection to the database could be had within {POOL_WAIT_SECONDS:.0f} s (the server cannot "
+            "be reached, or all connections are busy); nothing was changed. Retry the call, and check the "
+            "server and its max_connections."
         ) from exc
     except psycopg.OperationalError as exc:
         if exc.sqlstate is not None and not exc.sqlstate.startswith(("08", "57P")):

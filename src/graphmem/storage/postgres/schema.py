@@ -15,7 +15,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
 
-from graphmem.core.errors import SchemaVersionError, StorageError
+from graphmem.core.errors import MemoryOpenError, SchemaVersionError, StorageError
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
@@ -54,15 +54,33 @@ def _create_extensions(conn: psycopg.Connection[tuple[object, ...]], location: s
             ) from exc
 
 
+def _refuse_a_foreign_schema(conn: psycopg.Connection[tuple[object, ...]], location: str) -> None:
+    """graphmem makes its tables only where there is a memory already or nothing at all: a
+    mistyped URL must not fill another application's database with them."""
+    row = conn.execute(
+        "SELECT to_regclass('graphmem_schema') IS NULL,"
+        " (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema())"
+    ).fetchone()
+    if row is not None and row[0] and int(row[1]):  # type: ignore[call-overload]
+        raise MemoryOpenError(
+            location,
+            f"the database holds {row[1]} other tables and no graphmem memory",
+            "Check the URL; a new memory needs an empty database, or a schema of its own "
+            "(options=-csearch_path%3Dgraphmem in the URL, the schema created first).",
+        )
+
+
 def migrate(conn: psycopg.Connection[tuple[object, ...]], location: str) -> None:
     """Bring the database's schema up to `SCHEMA_VERSION`, inside one transaction.
 
     Raises:
         SchemaVersionError: a newer graphmem wrote the database.
         StorageError: an extension is missing and this user may not create it.
+        MemoryOpenError: the database holds other tables and no memory.
     """
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        _refuse_a_foreign_schema(conn, location)
         conn.execute(
             "CREATE TABLE IF NOT EXISTS graphmem_schema ("
             " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"

@@ -2,8 +2,9 @@
 
 The official search is `LIKE '%needle%'` on the lower-cased copies graphmem writes (a pg_trgm
 index narrows it). Ranked search scores entities in Python with storage/words.py, from the word
-documents kept on each entity (`words`, pg_trgm-indexed, finds the entities holding a word), so
-its scores are the JSONL backend's and SQLite's FTS5 `bm25()` to the bit.
+documents kept on each entity, with the candidates and the terms' counts from the inverted index
+`entity_words` (ranking.py decides which to score, as SQLite's ranking does), so its scores are
+the JSONL backend's and SQLite's FTS5 `bm25()` to the bit.
 """
 
 from __future__ import annotations
@@ -26,17 +27,10 @@ from graphmem.storage.words import (
     informative,
     is_common,
     is_everywhere,
-    stem,
 )
 
 # Term counts remembered by a store (for its current write count), at most this many.
 _TERM_COUNTS_KEPT = 4096
-
-
-def _word_pattern(term: Term) -> str:
-    """A LIKE pattern on the words blob for an entity holding the term's index word."""
-    word = stem(term.word).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"% {word}%" if term.prefix else f"% {word} %"
 
 
 class _Search(_Writes):

@@ -45,6 +45,10 @@ _STATE_DELTA = (
 )
 
 
+_STATE_ROW_WAIT_MS = 5_000
+"""How long a write waits for the state row, the last lock every write takes."""
+
+
 class PostgresStore(_Search, _Vectors):
     """A `Store` over one PostgreSQL database (a `postgresql://` URL).
 
@@ -150,6 +154,10 @@ class PostgresStore(_Search, _Vectors):
         write counter in one statement, last, so that writers wait on that one row only briefly."""
         self._refresh_words()
         delta = tx.delta
+        # Every write ends on this one row, and the writer before holds it only for its commit:
+        # waiting for it cannot deadlock (nothing waits while holding it), so it is worth a wait
+        # longer than the call's short lock wait, which would make the whole call start again.
+        tx.cursor.execute(f"SET LOCAL lock_timeout = {_STATE_ROW_WAIT_MS}")
         tx.cursor.execute(_STATE_DELTA, (delta.entities, delta.observations, delta.relations, delta.words))
 
     def write(self) -> AbstractContextManager[None]:

@@ -43,6 +43,7 @@ __all__ = [
     "score_bound",
     "stem",
     "tokenize",
+    "word_inside",
 ]
 
 COLUMNS = ("name", "aliases", "entity_type", "observations")
@@ -482,3 +483,31 @@ def is_common(matches: int, rows: int) -> bool:
     positive: FTS5 then floors it to 1e-6.
     """
     return 2 * matches >= rows
+
+
+# The characters that end a word in both the index's tokenizer and `word_inside` (ASCII, not
+# letters, digits or _).
+_WORD_ENDS = frozenset(" \t\n\r!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~")
+
+
+def word_inside(needle: str) -> Term | None:
+    """The longest word every text containing the needle holds in the word index, or None.
+
+    A word of the needle with a word-ending character on each side inside the needle
+    ("4321" in "#4321-1") is a word of its own in any text that contains the needle. A
+    number ending the needle, with a word-ending character before it ("4321" in
+    "entity-4321"), starts a word of any such text ("entity-43210"): a prefix term. Only
+    a number: the index stems words, and the stem of a longer word need not start with
+    the stem of its start ("generalization" is "gener", not "genera..."), while a number
+    is never stemmed. So the word index lists every entity whose texts could contain it.
+    """
+    words = []
+    for match in _ASCII_WORD.finditer(needle):
+        if match.start() == 0 or needle[match.start() - 1] not in _WORD_ENDS:
+            continue
+        if match.end() < len(needle):
+            if needle[match.end()] in _WORD_ENDS:
+                words.append(Term(match.group()))
+        elif match.group().isdigit():
+            words.append(Term(match.group(), prefix=True))
+    return max(words, key=lambda term: len(term.word)) if words else None

@@ -26,8 +26,7 @@ from graphmem.storage.postgres.text import escape, like_pattern, mid_escape_rege
 
 # The SQLite backend's reasoning about which word a needle's matches must hold (the same
 # word index rules, storage/words.py) applies here unchanged.
-from graphmem.storage.sqlite.search import _word_inside
-from graphmem.storage.words import Term, WordSearch
+from graphmem.storage.words import Term, WordSearch, word_inside
 
 __all__ = ["WORD_CANDIDATES", "contains", "walk"]
 
@@ -68,7 +67,7 @@ def walk(rows: Rows, search: WordSearch, reach: int | None, selective: Callable[
     needles = list(dict.fromkeys(search.needles))
     words: dict[str, Term | None] = {}
     for needle in needles:
-        word = _word_inside(needle) if needle else None
+        word = word_inside(needle) if needle else None
         words[needle] = word if word is not None and selective(word) else None
     for in_names in (True, False):
         for needle in needles:

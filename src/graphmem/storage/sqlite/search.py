@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
@@ -29,6 +28,7 @@ from graphmem.storage.words import (
     informative,
     is_common,
     is_everywhere,
+    word_inside,
 )
 
 # Trigram FTS5 can only look up needles of at least three characters; shorter ones scan.
@@ -47,37 +47,6 @@ def _fts_query(terms: Sequence[Term]) -> str | None:
 
 # Up to this many entities holding a word, checking each is cheaper than the trigram walk.
 _WORD_CANDIDATES = 200
-
-
-# A word the word index holds as it is (ASCII letters and digits), and the characters that
-# end a word in both the index's tokenizer and this check (ASCII, not letters, digits or _).
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
-
-
-_WORD_ENDS = frozenset(" \t\n\r!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~")
-
-
-def _word_inside(needle: str) -> Term | None:
-    """The longest word every text containing the needle holds in the word index, or None.
-
-    A word of the needle with a word-ending character on each side inside the needle
-    ("4321" in "#4321-1") is a word of its own in any text that contains the needle. A
-    number ending the needle, with a word-ending character before it ("4321" in
-    "entity-4321"), starts a word of any such text ("entity-43210"): a prefix term. Only
-    a number: the index stems words, and the stem of a longer word need not start with
-    the stem of its start ("generalization" is "gener", not "genera..."), while a number
-    is never stemmed. So the word index lists every entity whose texts could contain it.
-    """
-    words = []
-    for match in _ASCII_WORD.finditer(needle):
-        if match.start() == 0 or needle[match.start() - 1] not in _WORD_ENDS:
-            continue
-        if match.end() < len(needle):
-            if needle[match.end()] in _WORD_ENDS:
-                words.append(Term(match.group()))
-        elif match.group().isdigit():
-            words.append(Term(match.group(), prefix=True))
-    return max(words, key=lambda term: len(term.word)) if words else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +87,7 @@ def _official_queries(
             )
             continue
         pending_entities = pending_observations = None
-        word = _word_inside(needle)
+        word = word_inside(needle)
         if word is not None and not selective(word):
             word = None  # a word in many entities ("0" in every tag): the trigrams narrow better
         if len(needle) >= _TRIGRAM and word is None:

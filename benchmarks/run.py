@@ -4,6 +4,7 @@
     python -m benchmarks.run --sizes 100 40000         # some sizes only
     python -m benchmarks.run --no-official             # graphmem alone
     python -m benchmarks.run --sizes 40000 --postgres  # graphmem on PostgreSQL too, beside SQLite
+    python -m benchmarks.run --words-only ...          # no search by meaning: no model, no embedding
 
 For each size (default 100; 1,000; 10,000; 40,000 and 1,000,000 entities, three
 relations and three observations each, see benchmarks/graphs.py) it writes the graph
@@ -288,11 +289,16 @@ def bench_size(
     workdir: Path,
     cold_starts: int = COLD_STARTS,
     database: str | None = None,
+    words_only: bool = False,
 ) -> dict[str, Any]:
     jsonl = workdir / f"official-{size}.jsonl"
     write_official_jsonl(jsonl, size)
     db = workdir / f"graphmem-{size}.db"
     base_env = {key: os.environ[key] for key in ("PATH", "HOME", "PYTHONPATH") if key in os.environ}
+    if words_only:
+        # The import then stops before embedding (160,000 texts at 40,000 entities take minutes), and
+        # no server embeds in the background while it is timed.
+        base_env["GRAPHMEM_SEMANTIC"] = "off"
     import_seconds, import_peak_mb = timed_import(jsonl, db, base_env, show_progress=size >= 100_000)
 
     graphmem = [sys.executable, "-m", "graphmem"]
@@ -422,6 +428,9 @@ def main() -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--postgres", action="store_true", help="graphmem on a throw-away PostgreSQL server too")
     where.add_argument("--database", metavar="URL", help="graphmem on this empty PostgreSQL database too")
+    parser.add_argument(
+        "--words-only", action="store_true", help="graphmem without search by meaning (no model, no embedding)"
+    )
     args = parser.parse_args()
     official = None if args.no_official else official_command()
     if official is None and not args.no_official:
@@ -442,7 +451,7 @@ def main() -> None:
             database = args.database
             if server is not None:
                 database = server.create_database(f"bench{size}")
-            report = bench_size(size, args.repeats, official, Path(folder), args.cold_starts, database)
+            report = bench_size(size, args.repeats, official, Path(folder), args.cold_starts, database, args.words_only)
             report["start_up_seconds"] = start_up
             print_report(report)
             reports.append(report)

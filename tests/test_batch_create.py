@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
+
+from graphmem.config import Settings
 from graphmem.core.models import Entity, ObservationAddition
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.observations import history_of, records_of
+
+
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    """A batch keeps its records alike on every backend."""
+    return any_backend_settings
 
 
 def test_entities_created_together_keep_their_own_records_and_history(graph: KnowledgeGraph):

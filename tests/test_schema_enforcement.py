@@ -8,6 +8,7 @@ the field, and the memory is unchanged. No argument may make graphmem fail unexp
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -121,10 +122,9 @@ def _refuses(result, field: str) -> None:
 
 
 @pytest.fixture
-def settings(tmp_path):
-    from graphmem.config import Settings
-
-    return Settings(memory_path=tmp_path / "memory.db", toolset="all")
+def settings(any_backend_settings):
+    # Every tool refuses bad input alike on every backend, before the memory is touched.
+    return dataclasses.replace(any_backend_settings, toolset="all")
 
 
 @pytest.mark.parametrize(("tool", "field", "arguments"), list(_probes()))

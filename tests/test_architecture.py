@@ -25,7 +25,9 @@ ALLOWED: dict[str, set[str]] = {
     "_version": set(),
     # Process set-up through the C library (one malloc arena): nothing of graphmem.
     "_malloc": set(),
-    "config": {"core"},
+    # The network server's token files (secrets): read for config, which reads the environment.
+    "credentials": {"core"},
+    "config": {"core", "credentials"},
     # open_store picks the backend from the settings, the one upward-looking name storage knows.
     "storage": {"core", "config"},
     # The sentence-embedding model: numpy and tokenizers, no graphmem layer but the shared values.
@@ -55,7 +57,7 @@ ALLOWED: dict[str, set[str]] = {
 
 # The protocol and command-line stacks; the layers below the server work without them.
 EDGE_PACKAGES = {"mcp", "mcp_types", "click", "starlette", "uvicorn", "anyio"}
-PROTOCOL_FREE = ("core", "storage", "domain", "transfer", "config", "embedding")
+PROTOCOL_FREE = ("core", "storage", "domain", "transfer", "config", "credentials", "embedding")
 
 
 def _imports(path: Path) -> set[str]:

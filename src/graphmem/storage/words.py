@@ -24,7 +24,14 @@ from functools import lru_cache
 
 __all__ = [
     "COLUMNS",
+    "FTS5_TO_PYTHON",
+    "MAX_SCORED",
+    "MAX_SCORED_LARGE",
+    "MIN_MATCHES",
+    "NEWEST_PER_WANTED",
+    "NEWEST_SCORED",
     "RANKED_AT_MOST",
+    "SCORE_MARGIN",
     "SearchHit",
     "Term",
     "WordDocument",
@@ -122,6 +129,31 @@ class SearchHit:
     """It contains a whole query, so the official substring search returns it too."""
     score: float
     """Its BM25 score over the query's words (higher is better); 0 when no word matched."""
+
+
+# -- when ranking prunes: shared by the SQLite and PostgreSQL backends, whose answers agree ----
+
+MIN_MATCHES = 2000
+"""Below this many matches (all terms together) FTS5 ranks them faster than pruning would."""
+
+# At most this many entities are scored in Python (~15 µs each: reading the document and
+# splitting it into words) before FTS5's ranking is cheaper. FTS5 scores every row the
+# query matches (~0.7 µs each), so on a large memory, where the common words match hundreds
+# of thousands of rows, scoring a few thousand here costs at most half of that.
+MAX_SCORED = 256
+MAX_SCORED_LARGE = 4096
+FTS5_TO_PYTHON = 40
+
+# The bound of the terms not yet looked at is a sum of floats, as each score is: a
+# relative margin keeps rounding from cutting an entity that ties the k-th score.
+SCORE_MARGIN = 1.0 + 1e-9
+
+# How many of the newest entities holding a query's words are scored (about 15 µs each in
+# Python: reading the document and splitting it into words): four for each one wanted, so
+# the 50 word matches of a search without a limit choose among 200, and a question with
+# limit 10 among 40, at most 200.
+NEWEST_PER_WANTED = 4
+NEWEST_SCORED = 200
 
 
 # -- words -------------------------------------------------------------------------

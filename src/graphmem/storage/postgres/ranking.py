@@ -25,7 +25,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphmem.storage.postgres.text import StoredDocument, escape
-from graphmem.storage.words import RANKED_AT_MOST, Term, idf, score, score_bound, stem
+from graphmem.storage.words import (
+    FTS5_TO_PYTHON,
+    MAX_SCORED,
+    MAX_SCORED_LARGE,
+    MIN_MATCHES,
+    NEWEST_PER_WANTED,
+    NEWEST_SCORED,
+    RANKED_AT_MOST,
+    SCORE_MARGIN,
+    Term,
+    idf,
+    score,
+    score_bound,
+    stem,
+)
 
 __all__ = ["Rows", "Scoring", "all_matches", "best_matches", "count_term", "holding", "holding_ids", "newest_matches"]
 
@@ -34,15 +48,6 @@ Rows = Callable[[str, Sequence[Any] | dict[str, Any]], list[tuple[Any, ...]]]
 
 _KEY = 256
 """Characters of a word in the btree key (see migration 0003)."""
-
-# As storage/sqlite/ranking.py, whose answers these reproduce.
-MIN_MATCHES = 2000
-_MAX_SCORED = 256
-_MAX_SCORED_LARGE = 4096
-_FTS5_TO_PYTHON = 40
-_NEWEST_PER_WANTED = 4
-_NEWEST_SCORED = 200
-_MARGIN = 1.0 + 1e-9
 
 
 def _after(prefix: str) -> str | None:
@@ -192,7 +197,7 @@ def best_matches(
     """
     if not terms or sum(counts) < MIN_MATCHES:
         return all_matches(rows, scoring, terms, wanted, exclude, entity_type)
-    max_scored = max(_MAX_SCORED, min(_MAX_SCORED_LARGE, sum(counts) // _FTS5_TO_PYTHON))
+    max_scored = max(MAX_SCORED, min(MAX_SCORED_LARGE, sum(counts) // FTS5_TO_PYTHON))
     bounds = [score_bound(term_idf) for term_idf in scoring.idfs]
     where, more = _filters((), entity_type)
     scored: dict[int, float] = {}
@@ -201,7 +206,7 @@ def best_matches(
     while unseen:
         if len(scored) >= wanted:
             kth = heapq.nlargest(wanted, scored.values())[-1]
-            if sum(bounds[index] for index in unseen) * _MARGIN < kth:
+            if sum(bounds[index] for index in unseen) * SCORE_MARGIN < kth:
                 break  # an entity holding only the terms left scores below the k-th
         index = unseen[0]
         if all(counts[left] > RANKED_AT_MOST for left in unseen):
@@ -241,8 +246,8 @@ def _score_newest(
 ) -> dict[int, float]:
     """The scores of the newest entities holding every term of `among` (then, when fewer
     than `wanted`, of those holding any), outside `exclude`: four for each one wanted, at
-    most `_NEWEST_SCORED`."""
-    pool = min(_NEWEST_SCORED, _NEWEST_PER_WANTED * max(1, wanted))
+    most `NEWEST_SCORED`."""
+    pool = min(NEWEST_SCORED, NEWEST_PER_WANTED * max(1, wanted))
     conditions, params = [], []
     for term in among:
         condition, values = holding(term)

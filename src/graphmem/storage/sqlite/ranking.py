@@ -31,30 +31,30 @@ import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from graphmem.storage.words import RANKED_AT_MOST, Term, idf, score, score_bound, stem, tokenize
+from graphmem.storage.words import (
+    FTS5_TO_PYTHON,
+    MAX_SCORED,
+    MAX_SCORED_LARGE,
+    MIN_MATCHES,
+    NEWEST_PER_WANTED,
+    NEWEST_SCORED,
+    RANKED_AT_MOST,
+    SCORE_MARGIN,
+    Term,
+    idf,
+    score,
+    score_bound,
+    stem,
+    tokenize,
+)
 
 __all__ = ["MIN_MATCHES", "TermCounts", "best_matches", "count_term", "fts_phrase", "index_size", "newest_matches"]
-
-MIN_MATCHES = 2000
-"""Below this many matches (all terms together) FTS5 ranks them faster than pruning would."""
-
-# At most this many entities are scored in Python (~15 µs each: reading the document and
-# splitting it into words) before FTS5's ranking is cheaper. FTS5 scores every row the
-# query matches (~0.7 µs each), so on a large memory, where the common words match hundreds
-# of thousands of rows, scoring a few thousand here costs at most half of that.
-_MAX_SCORED = 256
-_MAX_SCORED_LARGE = 4096
-_FTS5_TO_PYTHON = 40
 
 # Word sets: with more terms left than this, or once this many queries did not settle the
 # answer, FTS5 ranking everything is as cheap (each query also counts every term's rows).
 # Measured on benchmarks.search's question, 5 terms left: 9 ms ranking all, 15 to 21 ms by sets.
 _MAX_SET_TERMS = 4
 _MAX_SET_QUERIES = 6
-
-# The bound of the terms not yet looked at is a sum of floats, as each score is: a
-# relative margin keeps rounding from cutting an entity that ties the k-th score.
-_MARGIN = 1.0 + 1e-9
 
 # FTS5 keeps the table's row count and each column's total number of words in the
 # "averages" record: row 1 of its %_data table, SQLite varints one after the other.
@@ -225,7 +225,7 @@ def best_matches(
     """
     if not terms or sum(counts) < MIN_MATCHES:
         return None
-    max_scored = max(_MAX_SCORED, min(_MAX_SCORED_LARGE, sum(counts) // _FTS5_TO_PYTHON))
+    max_scored = max(MAX_SCORED, min(MAX_SCORED_LARGE, sum(counts) // FTS5_TO_PYTHON))
     scoring = _Scoring.of(terms, counts, rows, words, weights)
     bounds = [score_bound(term_idf) for term_idf in scoring.idfs]
     sql = "SELECT w.rowid, w.name, w.aliases, w.entity_type, w.observations FROM entity_words AS w"
@@ -238,7 +238,7 @@ def best_matches(
     while unseen:
         if len(scored) >= wanted:
             kth = heapq.nlargest(wanted, scored.values())[-1]
-            if sum(bounds[index] for index in unseen) * _MARGIN < kth:
+            if sum(bounds[index] for index in unseen) * SCORE_MARGIN < kth:
                 break  # an entity matching only the terms left scores below the k-th
         index = unseen[0]
         if all(counts[left] > RANKED_AT_MOST for left in unseen):
@@ -272,14 +272,6 @@ def _best_first(scored: dict[int, float], wanted: int) -> list[tuple[int, float]
     return sorted(scored.items(), key=lambda item: (-item[1], item[0]))[:wanted]
 
 
-# How many of the newest entities holding a query's words are scored (about 15 µs each in
-# Python: reading the document and splitting it into words): four for each one wanted, so
-# the 50 word matches of a search without a limit choose among 200, and a question with
-# limit 10 among 40, at most 200.
-_NEWEST_PER_WANTED = 4
-_NEWEST_SCORED = 200
-
-
 def newest_matches(
     conn: sqlite3.Connection,
     terms: Sequence[Term],
@@ -297,7 +289,7 @@ def newest_matches(
     of them makes FTS5 score every one (it even counts each term's rows again for its
     IDF, half a second for three common words at a million entities), for words that tell
     them apart little. Instead the newest entities holding every term (four for each
-    one wanted, at most `_NEWEST_SCORED`) are scored (then, when those are too few, the
+    one wanted, at most `NEWEST_SCORED`) are scored (then, when those are too few, the
     newest holding any), with the scores FTS5's bm25() would give them; best first, equal
     scores in id order.
     """
@@ -316,8 +308,8 @@ def _score_newest(
 ) -> dict[int, float]:
     """The scores of the newest entities holding every term of `among` (then, when fewer
     than `wanted`, of those holding any), outside `exclude`, scored over all of `scoring`'s
-    terms: four for each one wanted, at most `_NEWEST_SCORED`."""
-    pool = min(_NEWEST_SCORED, _NEWEST_PER_WANTED * max(1, wanted))
+    terms: four for each one wanted, at most `NEWEST_SCORED`."""
+    pool = min(NEWEST_SCORED, NEWEST_PER_WANTED * max(1, wanted))
     sql = (
         "SELECT rowid, name, aliases, entity_type, observations FROM entity_words"
         " WHERE entity_words MATCH ? ORDER BY rowid DESC"
@@ -389,7 +381,7 @@ def _best_by_word_sets(
     for queries, chosen in enumerate(sets):
         if len(scored) >= wanted:
             kth = heapq.nlargest(wanted, scored.values())[-1]
-            if sum(bounds[index] for index in chosen) * _MARGIN < kth:
+            if sum(bounds[index] for index in chosen) * SCORE_MARGIN < kth:
                 return scored  # every set left scores below the k-th
         if queries == _MAX_SET_QUERIES:
             return None

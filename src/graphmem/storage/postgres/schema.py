@@ -9,13 +9,12 @@ recorded and runs none. DDL is transactional in PostgreSQL, so a failed migratio
 
 from __future__ import annotations
 
-from importlib import resources
-
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
 
 from graphmem.core.errors import MemoryOpenError, SchemaVersionError, StorageError
+from graphmem.storage.migration_scripts import migration_scripts
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
@@ -27,12 +26,7 @@ EXTENSIONS = ("pg_trgm",)
 
 
 def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("graphmem.storage") / "migrations" / "postgres"
-    found = []
-    for item in folder.iterdir():
-        if item.name.endswith(".sql"):
-            found.append((int(item.name.split("_", 1)[0]), item.read_text(encoding="utf-8")))
-    return sorted(found)
+    return migration_scripts("postgres")
 
 
 SCHEMA_VERSION = max(number for number, _ in _migrations())

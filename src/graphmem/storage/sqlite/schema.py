@@ -6,17 +6,13 @@ import errno
 import os
 import sqlite3
 import urllib.parse
-from importlib import resources
 from pathlib import Path
+
+from graphmem.storage.migration_scripts import migration_scripts
 
 
 def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("graphmem.storage") / "migrations" / "sqlite"
-    found = []
-    for item in folder.iterdir():
-        if item.name.endswith(".sql"):
-            found.append((int(item.name.split("_", 1)[0]), item.read_text(encoding="utf-8")))
-    return sorted(found)
+    return migration_scripts("sqlite")
 
 
 SCHEMA_VERSION = max(number for number, _ in _migrations())

@@ -32,14 +32,8 @@ from graphmem.storage.vectors import ENTITY_TEXT, EmbeddedText
 from tests.helpers_clients import TRANSPORTS
 from tests.helpers_postgres import PostgresServer
 from tests.helpers_stdio import entity
+from tests.test_search_by_meaning import PEOPLE, _embed_all, _names
 
-MOVED = Entity("Bob", "person", ("relocated to Germany last spring", "plays bass in a jazz band"))
-PEOPLE = [
-    MOVED,
-    Entity("Alice", "person", ("cannot eat peanuts or almonds", "data engineer at Globex")),
-    Entity("Carol", "person", ("owns a red bicycle", "teaches mathematics at a high school")),
-    Entity("Dan", "person", ("bought a new phone", "works from home on Fridays")),
-]
 TEXTS = 12  # four names and eight observations
 
 
@@ -76,17 +70,6 @@ class CountingEmbedder:
         with self._lock:
             self.counts.update(texts)
         return self._model.embed(texts)
-
-
-def _embed_all(graph: KnowledgeGraph) -> int:
-    done = 0
-    while taken := graph.embed_pending():
-        done += taken
-    return done
-
-
-def _names(graph: KnowledgeGraph, query: str, **options: object) -> list[str]:
-    return [entity.name for entity in graph.search_nodes(query, **options).entities]  # type: ignore[arg-type]
 
 
 def _table_counts(url: str) -> tuple[int, int]:

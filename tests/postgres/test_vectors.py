@@ -11,7 +11,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -19,7 +18,6 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 import pytest
-from mcp import Client
 
 from graphmem.core.errors import InvalidInputError
 from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion
@@ -31,8 +29,9 @@ from graphmem.storage.postgres import PostgresStore
 from graphmem.storage.vectors import ENTITY_TEXT, EmbeddedText
 from tests.helpers_clients import TRANSPORTS
 from tests.helpers_postgres import PostgresServer
-from tests.helpers_stdio import entity
 from tests.test_search_by_meaning import PEOPLE, _embed_all, _names
+from tests.test_search_by_meaning_served import EMBEDDED_WITHIN_SECONDS, _search
+from tests.test_search_by_meaning_served import PEOPLE as SERVED_PEOPLE
 
 TEXTS = 12  # four names and eight observations
 
@@ -431,21 +430,6 @@ def test_an_entity_whose_aliases_hold_nul_can_be_changed_and_its_new_aliases_wai
 
 
 # -- through a server ------------------------------------------------------------------------
-
-# Generous: the model loads about a second after the server starts, on two busy cores.
-EMBEDDED_WITHIN_SECONDS = 30.0
-SERVED_PEOPLE = [
-    entity("Bob", "relocated to Germany last spring", "plays bass in a jazz band", entity_type="person"),
-    entity("Alice", "cannot eat peanuts or almonds", entity_type="person"),
-    entity("Carol", "owns a red bicycle", entity_type="person"),
-]
-
-
-async def _search(client: Client, query: str, **options: Any) -> list[str]:
-    result = await client.call_tool("search_nodes", {"query": query, **options})
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return [item["name"] for item in result.structured_content["entities"]]
 
 
 @pytest.mark.anyio

@@ -1,0 +1,372 @@
+// The explorer page: wires the search box, the graph, the legend and the side panel to the
+// server's /api/ routes. Everything it draws comes in bounded pages: the overview first, then
+// what the user asks for (a type's entities, an entity's neighbours, a path).
+
+import { ApiError, get, post, setToken, takeTokenFromAddress } from "./js/api.js";
+import { el } from "./js/dom.js";
+import { Graph, MAX_NODES, knownTypes, typeColour } from "./js/graph.js";
+import { renderEntity, renderNewEntity, renderPath } from "./js/panel.js";
+import { Search } from "./js/search.js";
+import { parseState, shareLink, writeState } from "./js/state.js";
+
+const $ = (id) => document.getElementById(id);
+const PAGE = 25;
+
+const explorer = {
+  busy: 0, // requests and layouts in flight: tests wait for 0
+  ready: false,
+  session: null,
+  overview: null,
+  state: parseState(takeTokenFromAddress()),
+  graph: null,
+  get cy() {
+    return this.graph.cy;
+  },
+  shareLink: () => shareLink(explorer.state),
+};
+window.graphmemExplorer = explorer;
+
+async function tracked(work) {
+  explorer.busy += 1;
+  try {
+    return await work();
+  } finally {
+    explorer.busy -= 1;
+  }
+}
+
+function say(text, { error = false } = {}) {
+  const status = $("status");
+  status.textContent = text;
+  status.classList.toggle("error", error);
+}
+
+function report(error) {
+  if (error instanceof ApiError && error.status === 403) {
+    say("This token can only read: nothing was changed. " + error.message, { error: true });
+  } else if (error instanceof ApiError && error.status === 401) {
+    askForToken("The token was refused: enter it again.");
+  } else {
+    say(error.message || String(error), { error: true });
+  }
+}
+
+function saveState() {
+  writeState(explorer.state);
+}
+
+// ---- the token form -------------------------------------------------------------------
+
+function askForToken(message = "") {
+  $("login").hidden = false;
+  $("login-error").textContent = message;
+  $("login-token").focus();
+}
+
+$("login-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  setToken($("login-token").value.trim());
+  try {
+    explorer.session = await get("session");
+  } catch (error) {
+    $("login-error").textContent = error instanceof ApiError && error.status === 401 ? "That token was refused. Check it and try again." : error.message;
+    return;
+  }
+  $("login-token").value = "";
+  $("login").hidden = true;
+  await start();
+});
+
+// ---- overview, legend and filters -------------------------------------------------------
+
+function showCounts(counts) {
+  const n = (value) => value.toLocaleString("en");
+  $("memory-counts").textContent = `${n(counts.entities)} entities · ${n(counts.relations)} relations · ${n(counts.observations)} facts`;
+}
+
+function renderLegend() {
+  const counts = new Map((explorer.overview ? explorer.overview.entityTypes : []).map((t) => [t.type, t.count]));
+  const items = knownTypes().map((type) => {
+    const shown = !explorer.state.hideTypes.includes(type);
+    const swatch = el("span", { class: "swatch", "aria-hidden": "true" });
+    swatch.style.backgroundColor = typeColour(type);
+    const count = counts.has(type) ? el("span", { class: "legend-count" }, counts.get(type).toLocaleString("en")) : null;
+    const button = el("button", { type: "button", class: "legend-item", "aria-pressed": String(shown), title: shown ? `Hide ${type}` : `Show ${type}` }, swatch, el("span", { class: "legend-name" }, type), count);
+    button.addEventListener("click", () => toggle("hideTypes", type));
+    return el("li", {}, button);
+  });
+  $("legend").replaceChildren(...items);
+  const relationTypes = explorer.overview ? explorer.overview.relationTypes : [];
+  $("relation-list").replaceChildren(
+    ...relationTypes.map(({ type, count }) => {
+      const box = el("input", { type: "checkbox" });
+      box.checked = !explorer.state.hideRels.includes(type);
+      box.addEventListener("change", () => toggle("hideRels", type));
+      return el("li", {}, el("label", { class: "legend-item" }, box, el("span", { class: "legend-name" }, type), el("span", { class: "legend-count" }, count.toLocaleString("en"))));
+    }),
+  );
+}
+
+function toggle(key, value) {
+  const list = explorer.state[key];
+  explorer.state[key] = list.includes(value) ? list.filter((v) => v !== value) : [...list, value];
+  explorer.graph.setFilters(explorer.state.hideTypes, explorer.state.hideRels);
+  renderLegend();
+  saveState();
+}
+
+async function loadOverview() {
+  const overview = await get("overview");
+  explorer.overview = overview;
+  explorer.graph.clear();
+  for (const { type } of overview.entityTypes) typeColour(type); // the palette in order of size
+  explorer.graph.addTypeClusters(overview.entityTypes);
+  explorer.graph.addGroup("overview", overview.hubs, overview.relations, { permanent: true });
+  explorer.graph.joinToClusters(overview.hubs);
+  renderLegend();
+}
+
+// ---- what the user draws -----------------------------------------------------------------
+
+function dropped(keys) {
+  if (!keys.length) return;
+  const names = keys.map((key) => key.slice(2));
+  explorer.state.expand = explorer.state.expand.filter((name) => !keys.includes("n:" + name));
+  explorer.state.types = explorer.state.types.filter((type) => !keys.includes("t:" + type));
+  say(`To keep at most ${MAX_NODES} entities drawn, the oldest expansions were removed: ${names.join(", ")}.`);
+}
+
+function protectedNames() {
+  return [explorer.state.focus, explorer.state.from, explorer.state.to].filter(Boolean);
+}
+
+async function loadType(type, offset = 0, { layout = true } = {}) {
+  const page = await get("entities", { type, offset, limit: PAGE });
+  const more = { count: page.total - page.offset - page.entities.length, offset: page.offset + page.entities.length };
+  dropped(explorer.graph.addGroup("t:" + type, page.entities, page.relations, { memberOf: { type }, more, keep: protectedNames() }));
+  if (!explorer.state.types.includes(type)) explorer.state.types.push(type);
+  saveState();
+  if (layout) explorer.graph.layout({ incremental: true });
+}
+
+/** Make sure `name` is drawn (as its own small group); returns its entity card or null. */
+async function ensureDrawn(name, entity = null) {
+  if (explorer.graph.hasEntity(name)) return true;
+  const found = entity || (await get("entity", { name }));
+  dropped(explorer.graph.addGroup("f:" + found.name, [{ name: found.name, type: found.type, degree: found.degree }], [], { keep: protectedNames() }));
+  return true;
+}
+
+async function expand(name, offset = 0, { layout = true } = {}) {
+  await ensureDrawn(name);
+  const page = await get("neighbours", { name, offset, limit: PAGE });
+  const more = { count: page.total - page.offset - page.neighbours.length, offset: page.offset + page.neighbours.length };
+  dropped(explorer.graph.addGroup("n:" + name, page.neighbours, page.relations, { memberOf: { name }, more, keep: protectedNames() }));
+  if (!explorer.state.expand.includes(name)) explorer.state.expand.push(name);
+  saveState();
+  if (layout) explorer.graph.layout({ incremental: true });
+  say(`${name}: ${page.total.toLocaleString("en")} neighbour${page.total === 1 ? "" : "s"}${more.count > 0 ? `, ${more.count.toLocaleString("en")} more not drawn` : ""}.`);
+}
+
+// ---- the panel ---------------------------------------------------------------------------
+
+const panelActions = {
+  open: (name) => run(() => openEntity(name)),
+  expand: (name) => run(() => expand(name)),
+  pathFrom: (name) => run(() => setPathEnd("from", name)),
+  pathTo: (name) => run(() => setPathEnd("to", name)),
+  edit: (action, body) => run(() => edit(action, body)),
+};
+
+function run(work) {
+  return tracked(work).catch(report);
+}
+
+function showPanel(title) {
+  $("panel").hidden = false;
+  $("panel-title").textContent = title;
+  document.body.classList.add("panel-open");
+  explorer.graph.cy.resize();
+}
+
+function closePanel() {
+  $("panel").hidden = true;
+  document.body.classList.remove("panel-open");
+  explorer.graph.cy.resize();
+  explorer.graph.cy.nodes(":selected").unselect();
+  explorer.state.focus = null;
+  saveState();
+}
+
+async function openEntity(name, { focusPanel = true } = {}) {
+  let entity;
+  let neighbours;
+  try {
+    [entity, neighbours] = await Promise.all([get("entity", { name }), get("neighbours", { name, limit: PAGE })]);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) {
+      say(`No entity is named “${name}” (it may have been renamed, merged or deleted).`, { error: true });
+      return;
+    }
+    throw error;
+  }
+  await ensureDrawn(entity.name, entity);
+  // The neighbours already drawn get their edges to it; nothing new is drawn until "Expand".
+  explorer.graph.addRelations(neighbours.relations);
+  explorer.graph.applyFilters();
+  fillPanel(entity, neighbours);
+  const node = explorer.graph.entityNode(entity.name);
+  explorer.graph.cy.nodes(":selected").unselect();
+  node.select();
+  if (!node.position("x") && !node.position("y")) explorer.graph.layout({ incremental: true });
+  explorer.graph.cy.animate({ center: { eles: node } }, { duration: 0 });
+  explorer.state.focus = entity.name;
+  saveState();
+  if (focusPanel) $("panel-title").focus();
+}
+
+function fillPanel(entity, neighbours) {
+  showPanel(entity.name);
+  renderEntity($("panel-body"), entity, neighbours, explorer.session.canWrite, panelActions);
+}
+
+async function setPathEnd(end, name) {
+  explorer.state[end] = name;
+  saveState();
+  const { from, to } = explorer.state;
+  if (from && to && from !== to) {
+    await findPath(from, to);
+  } else {
+    say(end === "from" ? `Path from ${name}: open another entity and choose “Path to here”.` : `Path to ${name}: open another entity and choose “Path from here”.`);
+  }
+}
+
+async function findPath(from, to, { layout = true } = {}) {
+  const result = await get("path", { from, to });
+  if (result.found) {
+    dropped(explorer.graph.addGroup("p:" + from + "→" + to, result.entities, result.relations, { keep: protectedNames() }));
+    explorer.graph.markPath(result.entities, result.relations);
+    if (layout) explorer.graph.layout({ incremental: true });
+  }
+  showPanel(`Path from ${from} to ${to}`);
+  renderPath($("panel-body"), result, from, to, panelActions);
+  say(result.found ? `Path found: ${result.entities.length - 1} hops.` : `No path joins ${from} and ${to}.`);
+}
+
+// ---- edits -------------------------------------------------------------------------------
+
+async function edit(action, body) {
+  const answer = await post(action, body);
+  const graph = explorer.graph;
+  if (action === "relations/add") {
+    await ensureDrawn(body.to);
+    graph.addRelations([body]);
+  } else if (action === "relations/delete") {
+    graph.removeRelation(body);
+  } else if (action === "entities/rename" || action === "entities/merge") {
+    const old = action === "entities/rename" ? body.name : body.source;
+    graph.removeEntity(old);
+    explorer.state.expand = explorer.state.expand.filter((name) => name !== old);
+  }
+  graph.applyFilters();
+  say(answer.message || "Saved.");
+  if (answer.entity) {
+    await openEntity(answer.entity.name, { focusPanel: false });
+    if (action === "entities/rename" || action === "entities/merge") graph.layout({ incremental: true });
+  } else {
+    closePanel();
+  }
+}
+
+// ---- start -------------------------------------------------------------------------------
+
+async function start() {
+  explorer.session = explorer.session || (await get("session"));
+  showCounts(explorer.session.counts);
+  $("new-entity-button").hidden = !explorer.session.canWrite;
+  await loadOverview();
+  const state = explorer.state;
+  const restoring = { types: [...state.types], expand: [...state.expand], from: state.from, to: state.to, focus: state.focus, q: state.q };
+  explorer.graph.setFilters(state.hideTypes, state.hideRels);
+  for (const type of restoring.types) await loadType(type, 0, { layout: false }).catch(report);
+  for (const name of restoring.expand) await expand(name, 0, { layout: false }).catch(report);
+  explorer.graph.layout();
+  if (restoring.from && restoring.to) await findPath(restoring.from, restoring.to).catch(report);
+  if (restoring.focus) await openEntity(restoring.focus, { focusPanel: false }).catch(report);
+  if (restoring.q) {
+    $("search-input").value = restoring.q;
+    await search.search();
+  }
+  explorer.ready = true;
+}
+
+explorer.graph = new Graph($("graph"));
+const search = new Search({
+  input: $("search-input"),
+  list: $("search-results"),
+  summary: $("search-summary"),
+  run: (query) =>
+    tracked(async () => {
+      explorer.state.q = query;
+      saveState();
+      return get("search", { q: query, limit: 20 });
+    }).catch(report),
+  open: (name) => panelActions.open(name),
+});
+
+explorer.graph.cy.on("tap", "node", (event) => {
+  const node = event.target;
+  if (node.hasClass("entity")) panelActions.open(node.data("name"));
+  else if (node.hasClass("type-cluster")) run(() => loadType(node.data("type")));
+  else if (node.hasClass("more")) {
+    const { key, offset, memberOf } = node.data();
+    run(() => (memberOf.type ? loadType(memberOf.type, offset) : expand(memberOf.name, offset)));
+    void key;
+  }
+});
+
+$("panel-close").addEventListener("click", () => {
+  closePanel();
+  $("search-input").focus();
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && !$("panel").hidden) {
+    closePanel();
+    $("search-input").focus();
+  }
+});
+$("overview-button").addEventListener("click", () =>
+  run(async () => {
+    explorer.state = { ...parseState(new URLSearchParams()), hideTypes: explorer.state.hideTypes, hideRels: explorer.state.hideRels };
+    $("panel").hidden = true;
+    document.body.classList.remove("panel-open");
+    explorer.graph.cy.resize();
+    await loadOverview();
+    explorer.graph.setFilters(explorer.state.hideTypes, explorer.state.hideRels);
+    explorer.graph.layout();
+    saveState();
+  }),
+);
+$("new-entity-button").addEventListener("click", () => {
+  showPanel("New entity");
+  renderNewEntity($("panel-body"), panelActions);
+});
+$("share-button").addEventListener("click", async () => {
+  const link = shareLink(explorer.state);
+  try {
+    await navigator.clipboard.writeText(link);
+    say("Link to this view copied: " + link);
+  } catch {
+    say("Link to this view: " + link);
+  }
+});
+window.addEventListener("resize", () => explorer.graph.cy.resize());
+
+tracked(async () => {
+  try {
+    await start();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) askForToken();
+    else report(error);
+  }
+});

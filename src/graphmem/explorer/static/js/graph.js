@@ -1,0 +1,405 @@
+// The drawing: one Cytoscape instance, what is on it, and how it is laid out.
+//
+// The page never holds the whole memory. What is drawn comes in groups (the overview, one
+// entity type's page, one entity's neighbours); when more than MAX_NODES entities are drawn,
+// the oldest groups go first. Layout is always fCoSE: Cytoscape's built-in cose takes about a
+// minute on 2,000 nodes.
+
+/* global cytoscape */
+
+export const MAX_NODES = 400;
+
+// Paul Tol's "bright" and Okabe-Ito colours: told apart with the common colour-vision deficiencies.
+const PALETTE = [
+  "#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377",
+  "#E69F00", "#7F3C8D", "#8C564B", "#555555",
+];
+const colours = new Map();
+
+/** The colour of an entity type: the palette in order of first sight, then a hue from the name. */
+export function typeColour(type) {
+  let colour = colours.get(type);
+  if (colour) return colour;
+  if (colours.size < PALETTE.length) {
+    colour = PALETTE[colours.size];
+  } else {
+    let hash = 0;
+    for (const char of type) hash = (hash * 31 + char.codePointAt(0)) >>> 0;
+    // Odd steps of the golden angle keep hashed hues away from each other.
+    colour = `hsl(${(hash * 137.508) % 360}, 55%, 45%)`;
+  }
+  colours.set(type, colour);
+  return colour;
+}
+
+export function knownTypes() {
+  return [...colours.keys()];
+}
+
+const entityId = (name) => "e:" + name;
+const typeId = (type) => "t:" + type;
+const relationId = (r) => "r:" + JSON.stringify([r.from, r.relationType, r.to]);
+
+function entitySize(degree) {
+  return Math.min(48, 18 + 5 * Math.log2(1 + (degree || 0)));
+}
+
+const STYLE = [
+  {
+    selector: "node",
+    style: {
+      label: "data(label)",
+      "font-family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
+      "font-size": 12,
+      color: "#1d2433",
+      "text-valign": "bottom",
+      "text-margin-y": 4,
+      "text-outline-color": "#ffffff",
+      "text-outline-width": 2.5,
+      "text-wrap": "ellipsis",
+      "text-max-width": "130px",
+      "min-zoomed-font-size": 7,
+      "background-color": "data(colour)",
+      width: "data(size)",
+      height: "data(size)",
+      "border-width": 1.5,
+      "border-color": "#ffffff",
+    },
+  },
+  {
+    selector: "node.type-cluster",
+    style: {
+      shape: "round-rectangle",
+      "background-opacity": 0.18,
+      "border-width": 2,
+      "border-color": "data(colour)",
+      "font-size": 13,
+      "font-weight": "bold",
+      "text-valign": "center",
+      "text-margin-y": 0,
+      "text-outline-width": 0,
+      color: "#1d2433",
+      width: "label",
+      height: 30,
+      padding: "10px",
+    },
+  },
+  {
+    selector: "node.more",
+    style: {
+      shape: "round-rectangle",
+      "background-color": "#f2f4f8",
+      "border-width": 1,
+      "border-style": "dashed",
+      "border-color": "#8a94a6",
+      "text-valign": "center",
+      "text-margin-y": 0,
+      "text-outline-width": 0,
+      color: "#44506a",
+      "font-size": 11,
+      width: "label",
+      height: 22,
+      padding: "6px",
+    },
+  },
+  {
+    selector: "edge",
+    style: {
+      width: 1.4,
+      "line-color": "#b7bfcc",
+      "target-arrow-color": "#b7bfcc",
+      "target-arrow-shape": "triangle",
+      "arrow-scale": 0.8,
+      "curve-style": "bezier",
+      "font-size": 10,
+      color: "#44506a",
+      "text-rotation": "autorotate",
+      "text-background-color": "#ffffff",
+      "text-background-opacity": 1,
+      "text-background-padding": "2px",
+    },
+  },
+  { selector: "edge.member", style: { "line-style": "dashed", "line-color": "#dde2ea", "target-arrow-shape": "none", width: 1 } },
+  { selector: "edge.labelled, edge.hover, edge:selected", style: { label: "data(relationType)" } },
+  { selector: "node:selected", style: { "border-width": 3, "border-color": "#1d2433" } },
+  { selector: "node.path", style: { "border-width": 3, "border-color": "#d1495b" } },
+  { selector: "edge.path", style: { width: 3, "line-color": "#d1495b", "target-arrow-color": "#d1495b", label: "data(relationType)" } },
+  { selector: ".filtered", style: { display: "none" } },
+];
+
+/** The drawing and what it holds. */
+export class Graph {
+  constructor(container) {
+    this.cy = cytoscape({
+      container,
+      style: STYLE,
+      minZoom: 0.1,
+      maxZoom: 3,
+      wheelSensitivity: 0.3,
+      boxSelectionEnabled: false,
+    });
+    this.groups = []; // [{key, names: Set, permanent}] oldest first
+    this.hiddenTypes = new Set();
+    this.hiddenRelations = new Set();
+    this.cy.on("mouseover", "edge", (event) => event.target.addClass("hover"));
+    this.cy.on("mouseout", "edge", (event) => event.target.removeClass("hover"));
+  }
+
+  clear() {
+    this.cy.elements().remove();
+    this.groups = [];
+  }
+
+  entityCount() {
+    return this.cy.nodes(".entity").length;
+  }
+
+  hasEntity(name) {
+    return this.cy.getElementById(entityId(name)).nonempty();
+  }
+
+  entityNode(name) {
+    return this.cy.getElementById(entityId(name));
+  }
+
+  /** Draw the overview's entity types as clusters, one node each, sized and labelled by count. */
+  addTypeClusters(entityTypes) {
+    for (const { type, count } of entityTypes) {
+      if (this.cy.getElementById(typeId(type)).nonempty()) continue;
+      this.cy.add({
+        group: "nodes",
+        classes: "type-cluster",
+        data: { id: typeId(type), type, count, colour: typeColour(type), label: `${type} · ${count.toLocaleString("en")}` },
+      });
+    }
+  }
+
+  /**
+   * Draw a group of entities (cards) and relations. `anchor` (an entity name or `{type}`) is joined
+   * to the group's entities; `more` ({count, offset}) adds an "n more" node to it.
+   * Returns the keys of older groups dropped to stay under MAX_NODES.
+   */
+  addGroup(key, cards, relations, { permanent = false, memberOf = null, more = null, keep = [] } = {}) {
+    let group = this.groups.find((g) => g.key === key);
+    if (!group) {
+      group = { key, names: new Set(), permanent };
+      this.groups.push(group);
+    }
+    for (const card of cards) {
+      const node = this.cy.getElementById(entityId(card.name));
+      if (node.nonempty()) {
+        node.data("degree", card.degree);
+        continue;
+      }
+      group.names.add(card.name);
+      this.cy.add({
+        group: "nodes",
+        classes: "entity",
+        data: {
+          id: entityId(card.name),
+          name: card.name,
+          label: card.name,
+          type: card.type,
+          degree: card.degree,
+          size: entitySize(card.degree),
+          colour: typeColour(card.type),
+        },
+        position: this.nearPosition(memberOf),
+      });
+    }
+    if (memberOf && memberOf.type) {
+      const cluster = this.cy.getElementById(typeId(memberOf.type));
+      if (cluster.nonempty()) {
+        for (const card of cards) this.addMemberEdge(cluster, entityId(card.name));
+      }
+    }
+    this.addRelations(relations);
+    this.setMore(key, memberOf, more);
+    const dropped = this.trim(new Set([key]), new Set(keep));
+    this.applyFilters();
+    return dropped;
+  }
+
+  /** Join each hub to its type's cluster, so that the overview draws types as neighbourhoods. */
+  joinToClusters(cards) {
+    for (const card of cards) {
+      const cluster = this.cy.getElementById(typeId(card.type));
+      if (cluster.nonempty()) this.addMemberEdge(cluster, entityId(card.name));
+    }
+  }
+
+  addMemberEdge(cluster, targetId) {
+    const id = "k:" + cluster.id() + "\u0000" + targetId;
+    if (this.cy.getElementById(id).nonempty() || this.cy.getElementById(targetId).empty()) return;
+    this.cy.add({ group: "edges", classes: "member", data: { id, source: cluster.id(), target: targetId } });
+  }
+
+  addRelations(relations) {
+    for (const relation of relations) {
+      const id = relationId(relation);
+      if (this.cy.getElementById(id).nonempty()) continue;
+      if (!this.hasEntity(relation.from) || !this.hasEntity(relation.to)) continue;
+      this.cy.add({
+        group: "edges",
+        data: {
+          id,
+          source: entityId(relation.from),
+          target: entityId(relation.to),
+          from: relation.from,
+          to: relation.to,
+          relationType: relation.relationType,
+        },
+      });
+    }
+  }
+
+  removeRelation(relation) {
+    this.cy.getElementById(relationId(relation)).remove();
+  }
+
+  removeEntity(name) {
+    this.cy.getElementById(entityId(name)).remove();
+    for (const group of this.groups) group.names.delete(name);
+  }
+
+  setMore(key, memberOf, more) {
+    const id = "m:" + key;
+    this.cy.getElementById(id).remove();
+    if (!more || more.count <= 0 || !memberOf) return;
+    const anchorId = memberOf.type ? typeId(memberOf.type) : entityId(memberOf.name);
+    if (this.cy.getElementById(anchorId).empty()) return;
+    this.cy.add({
+      group: "nodes",
+      classes: "more",
+      data: { id, key, offset: more.offset, label: `${more.count.toLocaleString("en")} more`, memberOf, colour: "#f2f4f8", size: 20 },
+      position: this.nearPosition(memberOf),
+    });
+    this.cy.add({ group: "edges", classes: "member", data: { id: "k:" + id, source: anchorId, target: id } });
+  }
+
+  nearPosition(memberOf) {
+    let anchor = null;
+    if (memberOf) anchor = this.cy.getElementById(memberOf.type ? typeId(memberOf.type) : entityId(memberOf.name));
+    const centre = anchor && anchor.nonempty() ? anchor.position() : { x: 0, y: 0 };
+    const angle = Math.random() * 2 * Math.PI;
+    return { x: centre.x + 60 * Math.cos(angle), y: centre.y + 60 * Math.sin(angle) };
+  }
+
+  /** Drop the oldest non-permanent groups until at most MAX_NODES entities are drawn. */
+  trim(protectedKeys, keepNames) {
+    const dropped = [];
+    while (this.entityCount() > MAX_NODES) {
+      const oldest = this.groups.find((g) => !g.permanent && !protectedKeys.has(g.key));
+      if (!oldest) break;
+      this.groups.splice(this.groups.indexOf(oldest), 1);
+      for (const name of oldest.names) {
+        if (!keepNames.has(name)) this.cy.getElementById(entityId(name)).remove();
+      }
+      this.cy.getElementById("m:" + oldest.key).remove();
+      dropped.push(oldest.key);
+    }
+    return dropped;
+  }
+
+  setFilters(hiddenTypes, hiddenRelations) {
+    this.hiddenTypes = new Set(hiddenTypes);
+    this.hiddenRelations = new Set(hiddenRelations);
+    this.applyFilters();
+  }
+
+  applyFilters() {
+    this.cy.batch(() => {
+      this.cy.nodes(".entity, .type-cluster").forEach((node) => {
+        node.toggleClass("filtered", this.hiddenTypes.has(node.data("type")));
+      });
+      this.cy.edges().not(".member").forEach((edge) => {
+        edge.toggleClass("filtered", this.hiddenRelations.has(edge.data("relationType")));
+      });
+      // Relation labels are drawn only when they cannot pile up.
+      const visibleEdges = this.cy.edges(":visible").not(".member");
+      this.cy.edges().removeClass("labelled");
+      if (visibleEdges.length <= 12) visibleEdges.addClass("labelled");
+    });
+  }
+
+  markPath(cards, relations) {
+    this.cy.elements(".path").removeClass("path");
+    for (const card of cards) this.entityNode(card.name).addClass("path");
+    for (const relation of relations) this.cy.getElementById(relationId(relation)).addClass("path");
+  }
+
+  /** Lay everything out with fCoSE, keep labels apart, and fit the view. */
+  layout({ incremental = false } = {}) {
+    const visible = this.cy.elements(":visible");
+    if (visible.empty()) return;
+    visible
+      .layout({
+        name: "fcose",
+        quality: incremental ? "proof" : "default",
+        randomize: !incremental,
+        animate: false,
+        fit: false,
+        nodeDimensionsIncludeLabels: true,
+        nodeSeparation: 90,
+        idealEdgeLength: (edge) => (edge.hasClass("member") ? 70 : 110),
+        nodeRepulsion: () => 9000,
+        packComponents: true,
+      })
+      .run();
+    separateLabels(this.cy);
+    this.fit();
+  }
+
+  fit() {
+    this.cy.fit(this.cy.elements(":visible"), 30);
+    // A handful of nodes would otherwise be blown up to fill the screen.
+    if (this.cy.zoom() > 1.4) {
+      this.cy.zoom({ level: 1.4, renderedPosition: { x: this.cy.width() / 2, y: this.cy.height() / 2 } });
+      this.cy.center(this.cy.elements(":visible"));
+    }
+  }
+}
+
+/**
+ * Move nodes apart until no two label boxes (node and label together) overlap. fCoSE counts
+ * labels in node sizes but still leaves a few touching; a sweep over x keeps this near-linear.
+ */
+export function separateLabels(cy, gap = 4) {
+  const nodes = cy.nodes(":visible");
+  const boxes = nodes.map((node) => ({ node, box: node.boundingBox({ includeLabels: true }) }));
+  for (let round = 0; round < 200; round += 1) {
+    boxes.sort((a, b) => a.box.x1 - b.box.x1);
+    let moved = false;
+    for (let i = 0; i < boxes.length; i += 1) {
+      const a = boxes[i];
+      for (let j = i + 1; j < boxes.length && boxes[j].box.x1 < a.box.x2 + gap; j += 1) {
+        const b = boxes[j];
+        const overlapX = Math.min(a.box.x2, b.box.x2) - Math.max(a.box.x1, b.box.x1) + gap;
+        const overlapY = Math.min(a.box.y2, b.box.y2) - Math.max(a.box.y1, b.box.y1) + gap;
+        if (overlapX <= 0 || overlapY <= 0) continue;
+        moved = true;
+        const ax = (a.box.x1 + a.box.x2) / 2;
+        const bx = (b.box.x1 + b.box.x2) / 2;
+        const ay = (a.box.y1 + a.box.y2) / 2;
+        const by = (b.box.y1 + b.box.y2) / 2;
+        // Push along the axis that needs the shorter move, half each way.
+        if (overlapX < overlapY) {
+          const d = (overlapX / 2 + 0.5) * (ax <= bx ? 1 : -1);
+          shift(a, -d, 0);
+          shift(b, d, 0);
+        } else {
+          const d = (overlapY / 2 + 0.5) * (ay <= by ? 1 : -1);
+          shift(a, 0, -d);
+          shift(b, 0, d);
+        }
+      }
+    }
+    if (!moved) return;
+  }
+}
+
+function shift(entry, dx, dy) {
+  const position = entry.node.position();
+  entry.node.position({ x: position.x + dx, y: position.y + dy });
+  entry.box = { x1: entry.box.x1 + dx, x2: entry.box.x2 + dx, y1: entry.box.y1 + dy, y2: entry.box.y2 + dy };
+}

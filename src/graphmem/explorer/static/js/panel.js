@@ -1,0 +1,183 @@
+// The side panel: one entity's type, aliases, facts and their history, its relations, and the
+// forms that correct them. Edit controls are only built when the token can write.
+
+import { el, field, shortTime } from "./dom.js";
+import { typeColour } from "./graph.js";
+
+function typeChip(type) {
+  const dot = el("span", { class: "swatch", "aria-hidden": "true" });
+  dot.style.backgroundColor = typeColour(type);
+  return el("span", { class: "type-chip" }, dot, type);
+}
+
+function factMeta(fact) {
+  const parts = [];
+  if (fact.status) parts.push(fact.status);
+  if (fact.author) parts.push("by " + fact.author);
+  if (fact.createdAt) parts.push(shortTime(fact.createdAt));
+  return el("p", { class: "meta" }, parts.join(" · "));
+}
+
+/** A one-field form: label, input, submit; `submit(value)` returns a promise. */
+function smallForm({ label, button, multiline = false, value = "", submit, extra = [] }) {
+  const input = multiline ? el("textarea", { rows: 2, required: true }) : el("input", { type: "text", required: true });
+  input.value = value;
+  const form = el("form", { class: "small-form" }, field(label, input), ...extra, el("button", { type: "submit" }, button));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = input.value.trim();
+    if (!text) return;
+    await submit(text, form);
+  });
+  return form;
+}
+
+/**
+ * Fill the panel with `entity` (as GET /api/entity answers). `neighbours` is the first page of
+ * /api/neighbours (its relations are listed), `actions` the app's callbacks.
+ */
+export function renderEntity(body, entity, neighbours, canWrite, actions) {
+  const name = entity.name;
+  const children = [];
+
+  children.push(el("p", { class: "entity-type" }, typeChip(entity.type), ` · ${entity.degree} relation${entity.degree === 1 ? "" : "s"}`));
+  if (entity.aliases.length) children.push(el("p", { class: "aliases" }, "Also known as: " + entity.aliases.join(", ")));
+  const made = [];
+  if (entity.createdAt) made.push(`created ${shortTime(entity.createdAt)}${entity.createdBy ? " by " + entity.createdBy : ""}`);
+  if (entity.updatedAt) made.push(`updated ${shortTime(entity.updatedAt)}${entity.updatedBy ? " by " + entity.updatedBy : ""}`);
+  if (made.length) children.push(el("p", { class: "meta" }, made.join(" · ")));
+
+  children.push(
+    el(
+      "div",
+      { class: "button-row" },
+      el("button", { type: "button", onclick: () => actions.expand(name) }, "Expand neighbours"),
+      el("button", { type: "button", onclick: () => actions.pathFrom(name) }, "Path from here"),
+      el("button", { type: "button", onclick: () => actions.pathTo(name) }, "Path to here"),
+    ),
+  );
+
+  // Current facts, each with its editing controls.
+  const facts = el("ul", { class: "facts", "aria-label": "Current facts" });
+  for (const fact of entity.facts) {
+    const item = el("li", { class: "fact" }, el("p", { class: "fact-text" }, fact.text), factMeta(fact));
+    if (canWrite) {
+      const edit = el("button", { type: "button", class: "link-button" }, "Edit");
+      const remove = el("button", { type: "button", class: "link-button danger" }, "Delete");
+      edit.setAttribute("aria-label", "Edit the fact: " + fact.text.slice(0, 60));
+      remove.setAttribute("aria-label", "Delete the fact: " + fact.text.slice(0, 60));
+      edit.addEventListener("click", () => {
+        const form = smallForm({
+          label: "New text for this fact",
+          button: "Save",
+          multiline: true,
+          value: fact.text,
+          submit: (text) => actions.edit("facts/edit", { name, id: fact.id, text }),
+        });
+        form.append(el("button", { type: "button", class: "link-button", onclick: () => form.replaceWith(controls) }, "Cancel"));
+        controls.replaceWith(form);
+        form.querySelector("textarea").focus();
+      });
+      remove.addEventListener("click", () => actions.edit("facts/delete", { name, texts: [fact.text] }));
+      const controls = el("div", { class: "fact-controls" }, edit, remove);
+      item.append(controls);
+    }
+    facts.append(item);
+  }
+  children.push(el("h3", {}, `Facts (${entity.facts.length})`));
+  children.push(entity.facts.length ? facts : el("p", { class: "meta" }, "No facts yet."));
+  if (canWrite) {
+    children.push(
+      smallForm({ label: "Add a fact", button: "Add fact", multiline: true, submit: (text) => actions.edit("facts/add", { name, texts: [text] }) }),
+    );
+  }
+
+  if (entity.history.length) {
+    const history = el("ul", { class: "facts history", "aria-label": "Earlier versions" });
+    for (const fact of entity.history) {
+      const note = fact.supersededBy ? "superseded" : fact.status || "archived";
+      history.append(el("li", { class: "fact old" }, el("p", { class: "fact-text" }, fact.text), el("p", { class: "meta" }, [note, fact.author ? "by " + fact.author : "", shortTime(fact.createdAt)].filter(Boolean).join(" · "))));
+    }
+    children.push(el("details", { class: "history-block" }, el("summary", {}, `History (${entity.history.length} earlier version${entity.history.length === 1 ? "" : "s"})`), history));
+  }
+
+  // Relations: the first page of neighbours, each a link to open it.
+  children.push(el("h3", {}, `Relations (${entity.relations.outgoing} out, ${entity.relations.incoming} in)`));
+  const relations = el("ul", { class: "relations", "aria-label": "Relations" });
+  for (const relation of neighbours ? neighbours.relations : []) {
+    const outgoing = relation.from === name;
+    const other = outgoing ? relation.to : relation.from;
+    const item = el(
+      "li",
+      {},
+      el("span", { class: "relation-type" }, outgoing ? `${relation.relationType} →` : `← ${relation.relationType}`),
+      " ",
+      el("button", { type: "button", class: "link-button", onclick: () => actions.open(other) }, other),
+    );
+    if (canWrite) {
+      const remove = el("button", { type: "button", class: "link-button danger" }, "Delete");
+      remove.setAttribute("aria-label", `Delete the relation ${relation.from} ${relation.relationType} ${relation.to}`);
+      remove.addEventListener("click", () => actions.edit("relations/delete", relation));
+      item.append(" ", remove);
+    }
+    relations.append(item);
+  }
+  if (neighbours) {
+    const rest = neighbours.total - neighbours.offset - neighbours.neighbours.length;
+    if (rest > 0) relations.append(el("li", { class: "meta" }, `and ${rest.toLocaleString("en")} more neighbours (expand to page through them)`));
+  }
+  children.push(relations);
+
+  if (canWrite) {
+    const relationType = el("input", { type: "text", required: true, placeholder: "worksOn" });
+    children.push(
+      smallForm({
+        label: "Relate to (entity name)",
+        button: "Add relation",
+        extra: [field("Relation type", relationType)],
+        submit: (other) => actions.edit("relations/add", { from: name, to: other, relationType: relationType.value.trim() }),
+      }),
+    );
+    children.push(
+      el(
+        "details",
+        { class: "danger-zone" },
+        el("summary", {}, "Rename or merge"),
+        smallForm({ label: "New name", button: "Rename", value: name, submit: (newName) => actions.edit("entities/rename", { name, newName }) }),
+        smallForm({ label: "Merge into (entity name)", button: "Merge", submit: (target) => actions.edit("entities/merge", { source: name, target }) }),
+      ),
+    );
+  }
+  body.replaceChildren(...children);
+}
+
+/** The path found between two entities, in order, each one a link. */
+export function renderPath(body, result, from, to, actions) {
+  if (!result.found) {
+    body.replaceChildren(el("p", {}, `No path of up to 6 hops joins ${from} and ${to}.`));
+    return;
+  }
+  const steps = el("ol", { class: "path-steps", "aria-label": "Path" });
+  result.entities.forEach((card, index) => {
+    const item = el("li", {}, typeChip(card.type), " ", el("button", { type: "button", class: "link-button", onclick: () => actions.open(card.name) }, card.name));
+    const relation = result.relations[index];
+    if (relation) item.append(el("span", { class: "meta" }, ` ${relation.from === card.name ? relation.relationType + " →" : "← " + relation.relationType}`));
+    steps.append(item);
+  });
+  body.replaceChildren(el("p", {}, `${result.entities.length - 1} hop${result.entities.length === 2 ? "" : "s"}:`), steps);
+}
+
+/** The form that adds an entity. */
+export function renderNewEntity(body, actions) {
+  const name = el("input", { type: "text", required: true });
+  const type = el("input", { type: "text", required: true, placeholder: "person" });
+  const fact = el("textarea", { rows: 2 });
+  const form = el("form", { class: "small-form" }, field("Name", name), field("Entity type", type), field("First fact (optional)", fact), el("button", { type: "submit" }, "Add entity"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const texts = fact.value.trim() ? [fact.value.trim()] : [];
+    await actions.edit("entities/add", { name: name.value.trim(), type: type.value.trim(), texts });
+  });
+  body.replaceChildren(form);
+  name.focus();
+}

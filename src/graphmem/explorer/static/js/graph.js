@@ -36,6 +36,14 @@ export function knownTypes() {
   return [...colours.keys()];
 }
 
+const measure = document.createElement("canvas").getContext("2d");
+
+/** The width of a boxed label: Cytoscape's own `width: label` is deprecated. */
+function boxWidth(text, font, padding) {
+  measure.font = font;
+  return Math.ceil(measure.measureText(text).width) + 2 * padding;
+}
+
 const entityId = (name) => "e:" + name;
 const typeId = (type) => "t:" + type;
 const relationId = (r) => "r:" + JSON.stringify([r.from, r.relationType, r.to]);
@@ -49,7 +57,7 @@ const STYLE = [
     selector: "node",
     style: {
       label: "data(label)",
-      "font-family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
+      "font-family": "system-ui, sans-serif",
       "font-size": 12,
       color: "#1d2433",
       "text-valign": "bottom",
@@ -79,9 +87,8 @@ const STYLE = [
       "text-margin-y": 0,
       "text-outline-width": 0,
       color: "#1d2433",
-      width: "label",
-      height: 30,
-      padding: "10px",
+      width: "data(width)",
+      height: "data(height)",
     },
   },
   {
@@ -97,9 +104,8 @@ const STYLE = [
       "text-outline-width": 0,
       color: "#44506a",
       "font-size": 11,
-      width: "label",
+      width: "data(width)",
       height: 22,
-      padding: "6px",
     },
   },
   {
@@ -135,7 +141,6 @@ export class Graph {
       style: STYLE,
       minZoom: 0.1,
       maxZoom: 3,
-      wheelSensitivity: 0.3,
       boxSelectionEnabled: false,
     });
     this.groups = []; // [{key, names: Set, permanent}] oldest first
@@ -166,10 +171,15 @@ export class Graph {
   addTypeClusters(entityTypes) {
     for (const { type, count } of entityTypes) {
       if (this.cy.getElementById(typeId(type)).nonempty()) continue;
+      const label = `${type} · ${count.toLocaleString("en")}`;
       this.cy.add({
         group: "nodes",
         classes: "type-cluster",
-        data: { id: typeId(type), type, count, colour: typeColour(type), label: `${type} · ${count.toLocaleString("en")}` },
+        data: { id: typeId(type), type, count, colour: typeColour(type), label,
+          // Sized by count, within bounds: a million people must not cover the screen.
+          width: boxWidth(label, "bold 13px system-ui, sans-serif", 12 + Math.min(20, 3 * Math.log10(1 + count))),
+          height: 28 + Math.min(22, 4 * Math.log10(1 + count)),
+        },
       });
     }
   }
@@ -266,12 +276,13 @@ export class Graph {
     const id = "m:" + key;
     this.cy.getElementById(id).remove();
     if (!more || more.count <= 0 || !memberOf) return;
+    const label = `${more.count.toLocaleString("en")} more`;
     const anchorId = memberOf.type ? typeId(memberOf.type) : entityId(memberOf.name);
     if (this.cy.getElementById(anchorId).empty()) return;
     this.cy.add({
       group: "nodes",
       classes: "more",
-      data: { id, key, offset: more.offset, label: `${more.count.toLocaleString("en")} more`, memberOf, colour: "#f2f4f8", size: 20 },
+      data: { id, key, offset: more.offset, label, memberOf, colour: "#f2f4f8", width: boxWidth(label, "11px system-ui, sans-serif", 8) },
       position: this.nearPosition(memberOf),
     });
     this.cy.add({ group: "edges", classes: "member", data: { id: "k:" + id, source: anchorId, target: id } });

@@ -129,13 +129,13 @@ export function renderEntity(body, entity, neighbours, canWrite, actions) {
   children.push(relations);
 
   if (canWrite) {
-    const relationType = el("input", { type: "text", required: true, placeholder: "worksOn" });
+    const other = el("input", { type: "text", required: true });
     children.push(
       smallForm({
-        label: "Relate to (entity name)",
+        label: "Relation type",
         button: "Add relation",
-        extra: [field("Relation type", relationType)],
-        submit: (other) => actions.edit("relations/add", { from: name, to: other, relationType: relationType.value.trim() }),
+        extra: [field("To (entity name)", other)],
+        submit: (relationType) => actions.edit("relations/add", { from: name, to: other.value.trim(), relationType }),
       }),
     );
     children.push(

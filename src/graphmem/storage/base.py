@@ -247,6 +247,15 @@ class Store(Protocol):
         """The rows behind get_analytics, for the entities of one thread (`threadId`) or all."""
         ...
 
+    def most_connected(self, entity_type: str | None, offset: int, limit: int) -> list[EntitySummary]:
+        """One page of the entities (of `entity_type`, or all), most relations first.
+
+        Ties, and the entities no relation touches (which come last), go by name, the later
+        name first. A page near the top costs the same however large the memory is: the
+        explorer's overview asks for one on every visit.
+        """
+        ...
+
     # -- end of navigation -----------------------------------------------------------------
 
     def insert_entities(self, entities: Sequence[Entity]) -> None:

@@ -21,8 +21,8 @@ from graphmem.core.models import Entity, ObservationAddition, Relation
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.search import word_search
 from graphmem.storage.base import StoreCounts
-from graphmem.storage.sqlite.store import SCHEMA_VERSION, SQLiteStore, _split_sql
 from graphmem.storage.sqlite import reads as sqlite_reads
+from graphmem.storage.sqlite.store import SCHEMA_VERSION, SQLiteStore, _split_sql
 from graphmem.storage.words import WordSearch
 
 

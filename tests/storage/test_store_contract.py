@@ -1199,3 +1199,19 @@ def test_most_connected_pages_through_the_entities_by_degree_then_those_without_
         top = store.most_connected(entity_type, 0, 1)
     if expected:
         assert top[0].entity_type == (entity_type or "team")
+
+
+def test_relations_among_keeps_those_with_both_ends_in_the_names_in_creation_order_up_to_the_limit(store: Store):
+    _connected_graph(store)
+    with store.read():
+        among = store.relations_among(["p00", "p01", "p02", "t0", "ghost"], 10)
+        first_two = store.relations_among(["p00", "p01", "p02", "t0", "ghost"], 2)
+        assert store.relations_among([], 10) == []
+    assert [relation.key for relation in among] == [
+        ("p00", "t0", "member_of"),
+        ("p01", "t0", "member_of"),
+        ("p02", "t0", "member_of"),
+        ("p00", "p01", "knows"),
+        ("p02", "p02", "notes"),
+    ]
+    assert first_two == among[:2]

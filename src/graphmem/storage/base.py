@@ -190,6 +190,14 @@ class Store(Protocol):
         """Relations with either endpoint in `names`, in the order they were created."""
         ...
 
+    def relations_among(self, names: Sequence[str], limit: int) -> list[Relation]:
+        """Relations with both endpoints in `names`, in creation order, at most `limit` of them.
+
+        The explorer draws the relations between the entities it shows; a name that many
+        relations touch must not make that read as long as all of them.
+        """
+        ...
+
     def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
         """The keys `(from, to, relationType)` of `relations_touching(names)`, in the same order.
 

@@ -123,6 +123,15 @@ class _Reads(_Tables):
         positions = {p for name in set(names) for p in self._by_endpoint.get(name, ())}
         return [row.value for p in sorted(positions) if (row := self._relations[p]) is not None]
 
+    def relations_among(self, names: Sequence[str], limit: int) -> list[Relation]:
+        wanted = set(names)
+        among = (
+            relation
+            for relation in self.relations_touching(names)
+            if relation.from_ in wanted and relation.to in wanted
+        )
+        return list(itertools.islice(among, limit))
+
     def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
         return [relation.key for relation in self.relations_touching(names)]
 

@@ -306,6 +306,15 @@ class _Reads:
         )
         return self._relations_of(rows)
 
+    def relations_among(self, names: Sequence[str], limit: int) -> list[Relation]:
+        texts = _texts(names)
+        rows = self._rows(
+            "SELECT from_name, to_name, relation_type, extra FROM relations"
+            " WHERE from_name = ANY(%s) AND to_name = ANY(%s) ORDER BY id LIMIT %s",
+            (texts, texts, limit),
+        )
+        return self._relations_of(rows)
+
     def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
         return [relation.key for relation in self.relations_touching(names)]
 

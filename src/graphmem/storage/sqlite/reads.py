@@ -236,6 +236,16 @@ class _Reads:
         )
         return [Relation(from_, to, relation_type, _extra(extra)) for from_, to, relation_type, extra in rows]
 
+    def relations_among(self, names: Sequence[str], limit: int) -> list[Relation]:
+        names_json = texts_json(names)
+        rows = self._conn.execute(
+            "SELECT from_name, to_name, relation_type, extra FROM relations"
+            f" WHERE from_name IN ({texts_in(names_json, '?1')}) AND to_name IN ({texts_in(names_json, '?1')})"
+            " ORDER BY id LIMIT ?2",
+            (names_json, limit),
+        )
+        return [Relation(from_, to, relation_type, _extra(extra)) for from_, to, relation_type, extra in rows]
+
     def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
         names_json = texts_json(names)
         return self._conn.execute(

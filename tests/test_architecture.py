@@ -36,7 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     "transfer": {"core", "domain", "storage"},
     "tools": {"core", "domain"},
     "server": {"core", "domain", "storage", "tools", "config", "embedding", "_version"},
-    "transports": {"server", "config", "_version"},
+    "explorer": {"core", "domain", "storage", "tools", "server", "_version"},
+    "transports": {"server", "config", "explorer", "_version"},
     "cli": {
         "core",
         "domain",
@@ -49,7 +50,10 @@ ALLOWED: dict[str, set[str]] = {
         "embedding",
         "_version",
         "_malloc",
+        "cli_view",
+        "credentials",
     },
+    "cli_view": {"config", "core", "credentials", "storage", "server", "transports"},
     "__main__": {"cli"},
     # The package's public surface: the errors, the values and KnowledgeGraph.
     "__init__": {"core", "domain", "_version"},

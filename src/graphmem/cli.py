@@ -410,6 +410,8 @@ def serve(
 
     def announce(url: str) -> None:
         click.echo(f"graphmem serving {settings.location} at {url}", err=True)
+        if transport == "http":
+            click.echo(f"explorer (in a browser) at {url.removesuffix('/mcp')}/", err=True)
 
     try:
         if transport == "http":
@@ -944,6 +946,46 @@ def migrate_(ctx: click.Context, source: str, target: str, progress: bool | None
     click.echo(
         "Search by meaning: the new memory's texts are embedded by its first server, or now by `graphmem embed`."
     )
+
+
+@cli.command(name="view")
+@memory_options
+@semantic_option
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="The loopback port (default: a free one).")
+@click.option("--no-browser", is_flag=True, help="Print the page's address instead of opening a browser.")
+@click.option("--read-only", is_flag=True, help="Look without changing: the page offers no edits and refuses them.")
+@click.pass_context
+def view(
+    ctx: click.Context,
+    memory_file: str | None,
+    strict: bool | None,
+    semantic: bool | None,
+    port: int,
+    no_browser: bool,
+    read_only: bool,
+) -> None:
+    """Open the memory in the browser: see it, search it, follow paths, correct it. Ctrl-C stops."""
+    from graphmem.cli_view import LOOPBACK, run_view
+
+    settings = _settings(ctx, memory_file, strict, semantic=semantic)
+    logging.basicConfig(stream=sys.stderr, level="WARNING", format="graphmem %(levelname)s: %(message)s")
+    try:
+        run_view(
+            settings,
+            port=port,
+            browser=not no_browser,
+            read_only=read_only,
+            say=lambda line: click.echo(line, err=True),
+        )
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    except (OSError, BaseExceptionGroup) as error:
+        cause = _os_error_in(error)
+        if cause is None:
+            raise
+        raise click.ClickException(
+            f"Cannot listen on {LOOPBACK} port {port}: {cause.strerror or cause}. {_listening_advice(cause)}"
+        ) from error
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from graphmem.core.models import Entity, ObservationAddition, Relation
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.search import word_search
 from graphmem.storage.base import StoreCounts
+from graphmem.storage.sqlite import reads as sqlite_reads
 from graphmem.storage.sqlite.store import SCHEMA_VERSION, SQLiteStore, _split_sql
 from graphmem.storage.words import WordSearch
 
@@ -781,3 +782,19 @@ def test_a_batch_write_runs_as_many_statements_for_100_items_as_for_one(tmp_path
         write("first", 1)  # SQLite reads the FTS5 tables' settings on first use
         assert _statements_of(store, write, "one", 1) == _statements_of(store, write, "many", 100)
     store.close()
+
+
+def test_most_connected_walks_the_degree_index_for_a_common_type_and_agrees_with_sorting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    store = SQLiteStore(tmp_path / "m.db")
+    with store.write():
+        store.insert_entities([Entity(f"e{index:02d}", "common" if index % 3 else "rare") for index in range(30)])
+        store.insert_relations([Relation(f"e{index:02d}", f"e{index * 7 % 30:02d}", "r") for index in range(0, 30, 2)])
+    with store.read():
+        sorted_pages = [store.most_connected("common", offset, 3) for offset in range(0, 24, 3)]
+        monkeypatch.setattr(sqlite_reads, "_FEW_OF_A_TYPE", 0)
+        walked_pages = [store.most_connected("common", offset, 3) for offset in range(0, 24, 3)]
+    store.close()
+    assert walked_pages == sorted_pages
+    assert sum(len(page) for page in walked_pages) == 20

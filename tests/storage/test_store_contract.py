@@ -1156,3 +1156,62 @@ def test_any_text_round_trips_through_every_operation(open_backend: Callable[[Pa
         finally:
             for store in opened:
                 store.close()
+
+
+# -- the explorer's overview ----------------------------------------------------
+
+
+def _connected_graph(store: Store) -> None:
+    """People and teams with every kind of degree: ties, none, a self-relation, a dangling end."""
+    people = [Entity(f"p{index:02d}", "person") for index in range(12)]
+    teams = [Entity(f"t{index}", "team") for index in range(3)]
+    relations = [Relation(f"p{index:02d}", "t0", "member_of") for index in range(6)]
+    relations += [Relation(f"p{index:02d}", "t1", "member_of") for index in range(3)]
+    relations += [Relation("p00", "p01", "knows"), Relation("p02", "p02", "notes"), Relation("p03", "ghost", "knows")]
+    with store.write():
+        store.insert_entities([*people, *teams])
+        store.insert_relations(relations)
+
+
+def _expected_order(store: Store, entity_type: str | None) -> list[tuple[str, int]]:
+    entities, relations = _snapshot(store)
+    degree = {entity.name: 0 for entity in entities}
+    for relation in relations:
+        for name in {relation.from_, relation.to}:
+            if name in degree:
+                degree[name] += 1
+    chosen = [entity.name for entity in entities if entity_type in (None, entity.entity_type)]
+    return sorted(((name, degree[name]) for name in chosen), key=lambda pair: (pair[1], pair[0]), reverse=True)
+
+
+@pytest.mark.parametrize("entity_type", [None, "person", "team", "nobody"])
+def test_most_connected_pages_through_the_entities_by_degree_then_those_without_relations(
+    store: Store, entity_type: str | None
+):
+    _connected_graph(store)
+    expected = _expected_order(store, entity_type)
+    with store.read():
+        for limit in (1, 4, 40):
+            pages = []
+            for offset in range(0, len(expected) + 2, limit):
+                pages += [(s.name, s.degree) for s in store.most_connected(entity_type, offset, limit)]
+            assert pages == expected
+        top = store.most_connected(entity_type, 0, 1)
+    if expected:
+        assert top[0].entity_type == (entity_type or "team")
+
+
+def test_relations_among_keeps_those_with_both_ends_in_the_names_in_creation_order_up_to_the_limit(store: Store):
+    _connected_graph(store)
+    with store.read():
+        among = store.relations_among(["p00", "p01", "p02", "t0", "ghost"], 10)
+        first_two = store.relations_among(["p00", "p01", "p02", "t0", "ghost"], 2)
+        assert store.relations_among([], 10) == []
+    assert [relation.key for relation in among] == [
+        ("p00", "t0", "member_of"),
+        ("p01", "t0", "member_of"),
+        ("p02", "t0", "member_of"),
+        ("p00", "p01", "knows"),
+        ("p02", "p02", "notes"),
+    ]
+    assert first_two == among[:2]

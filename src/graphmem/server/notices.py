@@ -27,15 +27,16 @@ def connection_of(session: ServerSession) -> Connection:
 _Notice = types.ResourceUpdatedNotification | types.LoggingMessageNotification
 
 
-async def notify(ctx: ServerRequestContext[AppState], connection: Connection, notification: _Notice) -> None:
+async def notify(ctx: ServerRequestContext[AppState] | None, connection: Connection, notification: _Notice) -> None:
     """Send a notice to a connection; to the caller's own on its request's stream.
 
     On Streamable HTTP a notice on the connection's own stream (the client's GET) may
     arrive after the answer to the call that caused it; on the request's stream (the
     POST's answer) it arrives first, as it does over stdio and TCP. Never raises: a
-    client that has gone just misses it.
+    client that has gone just misses it. With no request (`ctx` None), every connection
+    hears it on its own stream.
     """
-    if connection is connection_of(ctx.session):
+    if ctx is not None and connection is connection_of(ctx.session):
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
     elif isinstance(notification, types.ResourceUpdatedNotification):

@@ -118,14 +118,18 @@ async def _read_resource_text(state: AppState, uri: str) -> str:
     return text
 
 
-async def notify_updated(ctx: ServerRequestContext[AppState]) -> None:
+async def notify_updated(state: AppState, ctx: ServerRequestContext[AppState] | None = None) -> None:
     """Tell every session subscribed to a resource that a write changed it.
 
     As the official server does, this goes out before the tool's own answer. The graph
     resource changes with every write; an entity's resource when its text changed,
     which costs one read per subscribed entity and write, and nothing without one.
+
+    Args:
+        state: the server's state.
+        ctx: the request whose call wrote (its own client hears first, on its stream);
+            None when the write came from elsewhere (the explorer).
     """
-    state = ctx.lifespan_context
     subscriptions = list(state.subscribers.items())
     watched = {uri for _, uris in subscriptions for uri in uris if uri.startswith(ENTITY_PREFIX)}
     for uri in [uri for uri in state.entity_texts if uri not in watched]:

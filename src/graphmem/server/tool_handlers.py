@@ -9,13 +9,12 @@ from typing import Any, cast
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from pydantic import ValidationError
 
-from graphmem.core.errors import GraphmemError
-from graphmem.server.access import identity_of, read_only_refusal
+from graphmem.server.access import identity_of
 from graphmem.server.notices import send_logs
 from graphmem.server.resource_handlers import notify_updated
 from graphmem.server.state import AppState
+from graphmem.server.tool_calls import Refusal, run_tool_call
 from graphmem.tools import ToolOutput, ToolSpec
 
 # The name MCP clients see on logging notifications; it stayed when the module moved into a package.
@@ -59,20 +58,6 @@ class ToolHandlers:
         return result
 
 
-def _format_validation_error(tool: str, error: ValidationError) -> str:
-    problems = []
-    for issue in error.errors(include_url=False):
-        path = ""
-        for part in issue["loc"]:
-            path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-        problems.append(f"{path or '(arguments)'}: {issue['msg']}")
-    return (
-        f"Input validation error: Invalid arguments for tool {tool}: "
-        + "; ".join(problems)
-        + ". Fix the arguments to match the tool's input schema and call it again."
-    )
-
-
 def _tool_error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
@@ -108,15 +93,6 @@ def _pages(tools: list[types.Tool], size: int | None) -> dict[str | None, types.
     return pages
 
 
-def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, author: str | None) -> ToolOutput:
-    """Run a tool where the store's calls run (`AppState.run`), stopped and rolled back past
-    the call time limit, its changes recorded as made by `author`; a reusable read may be
-    answered from the answers kept."""
-    graph = state.tools.graph
-    with graph.time_limit(state.call_time_limit if spec.time_limited else 0), graph.authored_by(author):
-        return state.answers.run(spec, state.tools, arguments)
-
-
 async def _run_tool(
     ctx: ServerRequestContext[AppState], spec: ToolSpec | None, params: types.CallToolRequestParams
 ) -> types.CallToolResult:
@@ -127,30 +103,12 @@ async def _run_tool(
         return _tool_error(
             f"MCP error -32602: Tool {params.name} not found. Call tools/list to see the tools there are."
         )
-    identity = identity_of(ctx.request)
-    read_only = spec.annotations.read_only_hint is True
-    refusal = read_only_refusal(identity, spec.name, read_only)
-    if refusal is not None:
-        return _tool_error(refusal)
-    try:
-        arguments = spec.arguments.model_validate(params.arguments or {})
-    except ValidationError as error:
-        return _tool_error(_format_validation_error(spec.name, error))
     started = time.perf_counter()
-    author = identity.name if identity is not None else None
-    try:
-        output = await state.run(_run_within_limit, state, spec, arguments, author, writes=not read_only)
-    except GraphmemError as error:
-        return _tool_error(str(error))
-    except Exception as error:
-        # The top-level handler: a bug must not take the connection down. The store
-        # rolled the transaction back, so the message can promise that.
-        logger.exception("tool %s failed", spec.name)
-        return _tool_error(
-            f"graphmem failed unexpectedly ({type(error).__name__}: {error}); nothing was changed. Please report this."
-        )
+    output = await run_tool_call(state, spec, params.arguments, identity_of(ctx.request))
+    if isinstance(output, Refusal):
+        return _tool_error(output.message)
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug("%s answered in %.2f ms", spec.name, (time.perf_counter() - started) * 1000)
     if output.changed:
-        await notify_updated(ctx)
+        await notify_updated(state, ctx)
     return _tool_result(output)

@@ -190,6 +190,14 @@ class Store(Protocol):
         """Relations with either endpoint in `names`, in the order they were created."""
         ...
 
+    def relations_among(self, names: Sequence[str], limit: int) -> list[Relation]:
+        """Relations with both endpoints in `names`, in creation order, at most `limit` of them.
+
+        The explorer draws the relations between the entities it shows; a name that many
+        relations touch must not make that read as long as all of them.
+        """
+        ...
+
     def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
         """The keys `(from, to, relationType)` of `relations_touching(names)`, in the same order.
 
@@ -245,6 +253,15 @@ class Store(Protocol):
 
     def analytics(self, thread_id: str | None, limit: int) -> AnalyticsRows:
         """The rows behind get_analytics, for the entities of one thread (`threadId`) or all."""
+        ...
+
+    def most_connected(self, entity_type: str | None, offset: int, limit: int) -> list[EntitySummary]:
+        """One page of the entities (of `entity_type`, or all), most relations first.
+
+        Ties, and the entities no relation touches (which come last), go by name, the later
+        name first. A page near the top costs the same however large the memory is: the
+        explorer's overview asks for one on every visit.
+        """
         ...
 
     # -- end of navigation -----------------------------------------------------------------

@@ -40,7 +40,7 @@ __all__ = ["OPEN_PATHS", "RequestGuard", "allowed_host_names", "host_name", "ide
 logger = logging.getLogger(__name__)
 
 OPEN_PATHS = frozenset({"/health"})
-"""Paths served without the token: they tell nothing about the memory."""
+"""Paths served without the token: they tell nothing about the memory (the explorer adds its page's files)."""
 
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 _WILDCARDS = ("", "0.0.0.0", "::")
@@ -94,9 +94,15 @@ def _is_loopback_name(name: str) -> bool:
 
 
 def _refusal(
-    status: int, message: str, headers: dict[str, str] | None = None
+    status: int, message: str, headers: dict[str, str] | None = None, *, path: str = ""
 ) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode("utf-8")
+    # MCP clients read a JSON-RPC error; the explorer's page reads its routes' own shape.
+    wire = (
+        {"error": message}
+        if path.startswith("/api/")
+        else {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    )
+    body = json.dumps(wire).encode("utf-8")
     raw_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii"))]
     raw_headers += [(key.encode("latin-1"), value.encode("latin-1")) for key, value in (headers or {}).items()]
     return status, body, raw_headers
@@ -112,8 +118,10 @@ class RequestGuard:
         allowed_hosts: frozenset[str],
         allowed_origins: Iterable[str] = (),
         credentials: Sequence[Credential] = (),
+        open_paths: frozenset[str] = OPEN_PATHS,
     ) -> None:
         self.app = app
+        self._open_paths = open_paths
         self.allowed_hosts = allowed_hosts
         self.allowed_origins = frozenset(origin.rstrip("/").lower() for origin in allowed_origins)
         self._credentials = tuple(credentials)
@@ -147,6 +155,7 @@ class RequestGuard:
         A request that passes with a token gets the token's identity in `scope[IDENTITY_KEY]`.
         """
         headers = Headers(scope=scope)
+        path = scope.get("path", "")
         host = headers.get("host")
         if not self._host_allowed(host):
             logger.warning("refused a request with Host %r", host)
@@ -154,6 +163,7 @@ class RequestGuard:
                 421,
                 f"Invalid Host header {host!r}: this server does not answer to that name. "
                 "Start it with --allowed-host NAME to allow it.",
+                path=path,
             )
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin):
@@ -162,14 +172,16 @@ class RequestGuard:
                 403,
                 f"Invalid Origin header {origin!r}: requests from that web page are not allowed. "
                 "Start the server with --allowed-origin ORIGIN to allow it.",
+                path=path,
             )
-        if self._credentials and scope.get("path") not in OPEN_PATHS:
+        if self._credentials and path not in self._open_paths:
             identity = self._identity(headers.get("authorization"))
             if identity is None:
                 return _refusal(
                     401,
                     "Unauthorized: send the server's token as `Authorization: Bearer TOKEN`.",
                     {"www-authenticate": 'Bearer realm="graphmem"'},
+                    path=path,
                 )
             # The same dict travels down to the request the SDK hands the MCP handlers.
             scope[IDENTITY_KEY] = identity

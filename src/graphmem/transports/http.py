@@ -1,7 +1,9 @@
-"""The Streamable HTTP transport: many MCP clients at once on `/mcp`, a health check on `/health`.
+"""The Streamable HTTP transport: many MCP clients at once on `/mcp`, a health check on `/health`,
+and the explorer (a page in the browser) at `/`.
 
     uvicorn (request deadline) ─► RequestGuard (Host, Origin, token) ─┬─► /mcp     MessageCheck ─► sessions ─► Server
-                                                                      └─► /health  {"status": "ok", ...}
+                                                                      ├─► /health  {"status": "ok", ...}
+                                                                      └─► /, /explorer/, /api/  the explorer
 
 The SDK's `StreamableHTTPSessionManager` keeps the sessions (an `Mcp-Session-Id` per
 client, ended by DELETE or after `network.session_timeout` seconds unused) and
@@ -40,10 +42,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphmem._version import __version__
 from graphmem.config import NetworkSettings
+from graphmem.explorer import explorer_routes, static_paths
 from graphmem.server import AppState
 from graphmem.transports.channel import DRAIN_SECONDS
 from graphmem.transports.deadline import with_request_deadline
-from graphmem.transports.guard import RequestGuard, allowed_host_names
+from graphmem.transports.guard import OPEN_PATHS, RequestGuard, allowed_host_names
 from graphmem.transports.loop import STOP_SIGNALS, event_loop_options
 from graphmem.transports.messages import MessageCheck
 from graphmem.transports.sessions import RecyclingSessionManager
@@ -120,6 +123,7 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
         routes=[
             Route(MCP_PATH, endpoint=MessageCheck(StreamableHTTPASGIApp(sessions), max_body_bytes=MAX_BODY_BYTES)),
             Route("/health", endpoint=health, methods=["GET"]),
+            *explorer_routes(lambda: sessions.state),
         ],
         lifespan=lambda app: sessions.run(),
     )
@@ -129,6 +133,7 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
         allowed_hosts=allowed_host_names(network.host, network.allowed_hosts),
         allowed_origins=network.allowed_origins,
         credentials=network.credentials,
+        open_paths=OPEN_PATHS | static_paths(),
     )
     return guard, streams.close_all
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import StreamableHTTPServerTransport
@@ -26,6 +27,12 @@ logger = logging.getLogger(__name__)
 
 class RecyclingSessionManager(StreamableHTTPSessionManager):
     """The SDK's session manager, ending the least recently used idle session when the table is full."""
+
+    @property
+    def state(self) -> Any:
+        """What the server's lifespan yielded (its `AppState`) while it runs, or None."""
+        # The SDK enters the lifespan once for every session and keeps what it yields here.
+        return self._lifespan_state
 
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:

@@ -36,6 +36,16 @@ def _contains(entity: Entity, needle: str) -> bool:
     )
 
 
+def _degrees(relations: Iterable[Relation]) -> Counter[str]:
+    """How many relations touch each name (a relation to itself counts once)."""
+    degree: Counter[str] = Counter()
+    for relation in relations:
+        degree[relation.from_] += 1
+        if relation.to != relation.from_:
+            degree[relation.to] += 1
+    return degree
+
+
 def _summary(entity: Entity, extra: dict[str, Any], degree: int) -> EntitySummary:
     def text(key: str) -> str | None:
         value = extra.get(key)
@@ -112,6 +122,15 @@ class _Reads(_Tables):
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:
         positions = {p for name in set(names) for p in self._by_endpoint.get(name, ())}
         return [row.value for p in sorted(positions) if (row := self._relations[p]) is not None]
+
+    def relations_among(self, names: Sequence[str], limit: int) -> list[Relation]:
+        wanted = set(names)
+        among = (
+            relation
+            for relation in self.relations_touching(names)
+            if relation.from_ in wanted and relation.to in wanted
+        )
+        return list(itertools.islice(among, limit))
 
     def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
         return [relation.key for relation in self.relations_touching(names)]
@@ -229,12 +248,18 @@ class _Reads(_Tables):
         page = matching[offset:] if limit is None else matching[offset : offset + limit]
         return page, len(matching)
 
+    def most_connected(self, entity_type: str | None, offset: int, limit: int) -> list[EntitySummary]:
+        degree = _degrees(self.iter_relations())
+        summaries = [
+            _summary(entity, entity.extra or {}, degree[entity.name])
+            for entity in self.iter_entities()
+            if entity_type is None or entity.entity_type == entity_type
+        ]
+        summaries.sort(key=lambda s: (s.degree, s.name), reverse=True)
+        return summaries[offset : offset + limit]
+
     def analytics(self, thread_id: str | None, limit: int) -> AnalyticsRows:
-        degree: Counter[str] = Counter()
-        for relation in self.iter_relations():
-            degree[relation.from_] += 1
-            if relation.to != relation.from_:
-                degree[relation.to] += 1
+        degree = _degrees(self.iter_relations())
         names = set()
         summaries: list[EntitySummary] = []
         for entity in self.iter_entities():

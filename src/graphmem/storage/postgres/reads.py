@@ -306,6 +306,15 @@ class _Reads:
         )
         return self._relations_of(rows)
 
+    def relations_among(self, names: Sequence[str], limit: int) -> list[Relation]:
+        texts = _texts(names)
+        rows = self._rows(
+            "SELECT from_name, to_name, relation_type, extra FROM relations"
+            " WHERE from_name = ANY(%s) AND to_name = ANY(%s) ORDER BY id LIMIT %s",
+            (texts, texts, limit),
+        )
+        return self._relations_of(rows)
+
     def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
         return [relation.key for relation in self.relations_touching(names)]
 
@@ -367,6 +376,17 @@ class _Reads:
             (*params, limit, offset),
         )
         return self._relations_of(rows), int(total)
+
+    def most_connected(self, entity_type: str | None, offset: int, limit: int) -> list[EntitySummary]:
+        of_type = "" if entity_type is None else " WHERE e.entity_type = %(type)s"
+        params = {"type": None if entity_type is None else escape(entity_type), "offset": offset, "limit": limit}
+        # The degrees are counted afresh: PostgreSQL keeps no table of them (see docs/teams.md).
+        rows = self._rows(
+            f'{_DEGREES} {_SUMMARY}{of_type} ORDER BY coalesce(d.degree, 0) DESC, e.name COLLATE "C" DESC'
+            " LIMIT %(limit)s OFFSET %(offset)s",
+            params,
+        )
+        return [_summary(row) for row in rows]
 
     def analytics(self, thread_id: str | None, limit: int) -> AnalyticsRows:
         of_thread = "" if thread_id is None else " AND e.thread_id = %(thread)s"

@@ -1,0 +1,338 @@
+"""The explorer's HTTP routes: its page and files at `/`, its JSON reads and edits under `/api/`.
+
+    GET  /                      the page (no token needed: it holds no memory data)
+    GET  /explorer/<file>       its script, style sheet and vendored libraries
+    GET  /api/<read>            session, overview, entities, search, entity, neighbours, path
+    POST /api/<edit>            facts/add|edit|delete, relations/add|delete, entities/add|rename|merge
+
+The routes sit behind the same `RequestGuard` as `/mcp`: Host and Origin are checked on
+every path, and the token on every `/api/` path. A read runs where the store's calls run,
+within the call time limit; an edit is a tool call (`edits.py`, `server/tool_calls.py`).
+Every error is `{"error": message}` with a status that says what kind it is, and changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import mimetypes
+from collections.abc import Awaitable, Callable, Mapping
+from importlib import resources
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from graphmem._version import __version__
+from graphmem.core.errors import GraphmemError
+from graphmem.core.identity import Identity
+from graphmem.explorer import views
+from graphmem.explorer.edits import EDITS
+from graphmem.server import AppState
+from graphmem.server.access import identity_of
+from graphmem.server.resource_handlers import notify_updated
+from graphmem.server.tool_calls import Refusal, RefusalKind, refusal_kind, run_tool_call
+from graphmem.tools import ALL_TOOLS, ToolSpec
+
+__all__ = ["MAX_EDIT_BYTES", "STATIC_PREFIX", "explorer_routes", "static_paths"]
+
+logger = logging.getLogger(__name__)
+
+STATIC_PREFIX = "/explorer/"
+MAX_EDIT_BYTES = 256 * 1024
+"""The largest edit body: a few facts, far below what any correction needs."""
+
+_STATUS: dict[RefusalKind, int] = {"read_only": 403, "invalid": 400, "not_found": 404, "busy": 503, "failed": 500}
+
+# The page runs only its own files: no inline script, nothing from elsewhere, never in a frame.
+_SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; img-src 'self' data: blob:; object-src 'none'; base-uri 'none'; "
+        "frame-ancestors 'none'; form-action 'none'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+}
+# Answers about the memory are never kept by the browser or a proxy.
+_NO_STORE = {"cache-control": "no-store"}
+
+
+class _Files:
+    """The page's files, read once from the package, each with its type and ETag."""
+
+    def __init__(self) -> None:
+        root = resources.files("graphmem.explorer") / "static"
+        self.files: dict[str, tuple[bytes, str, str]] = {}
+        pending = [(root, "")]
+        while pending:
+            folder, prefix = pending.pop()
+            for item in folder.iterdir():
+                if item.is_dir():
+                    pending.append((item, f"{prefix}{item.name}/"))
+                    continue
+                data = item.read_bytes()
+                kind = mimetypes.guess_type(item.name)[0] or "application/octet-stream"
+                if kind.startswith("text/") or kind == "application/javascript":
+                    kind += "; charset=utf-8"
+                self.files[prefix + item.name] = (data, kind, '"' + hashlib.sha256(data).hexdigest()[:32] + '"')
+
+    def response(self, request: Request, name: str) -> Response:
+        found = self.files.get(name)
+        if found is None:
+            return _error(404, f"No file {request.url.path} here; the explorer is at /.")
+        data, kind, etag = found
+        # Revalidated on every visit, so a new graphmem's files are used at once.
+        headers = {**_SECURITY_HEADERS, "etag": etag, "cache-control": "no-cache"}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(data, media_type=kind, headers=headers)
+
+
+def static_paths() -> frozenset[str]:
+    """The paths of the page and its files: served without a token, since they hold no memory data."""
+    return frozenset({"/", *(STATIC_PREFIX + name for name in _Files().files if name != "index.html")})
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers={**_SECURITY_HEADERS, **_NO_STORE})
+
+
+def _answer(body: Mapping[str, Any]) -> JSONResponse:
+    return JSONResponse(dict(body), headers={**_SECURITY_HEADERS, **_NO_STORE})
+
+
+def _whole_number(request: Request, key: str, default: int) -> int:
+    value = request.query_params.get(key)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise _BadRequest(f"{key} is {value!r}; give a whole number.") from None
+
+
+def _required(request: Request, key: str) -> str:
+    value = request.query_params.get(key)
+    if not value:
+        raise _BadRequest(f"{key} is missing; add ?{key}=... to the address.")
+    return value
+
+
+class _BadRequest(Exception):
+    """A request the explorer cannot read: answered 400 with the message."""
+
+
+async def _json_body(request: Request) -> Mapping[str, Any]:
+    """The request's JSON object, read up to `MAX_EDIT_BYTES`."""
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        raise _BadRequest("Send the edit as JSON, with Content-Type: application/json.")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_EDIT_BYTES:
+            raise _TooLarge()
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise _BadRequest("The body is not valid JSON; send one JSON object.") from None
+    if not isinstance(parsed, dict):
+        raise _BadRequest("The body must be one JSON object.")
+    return parsed
+
+
+class _TooLarge(Exception):
+    """A body past `MAX_EDIT_BYTES`: answered 413."""
+
+
+class Explorer:
+    """The explorer's routes over the state of the server the HTTP transport runs.
+
+    Args:
+        state_of: the running server's state, or None before it has started.
+    """
+
+    def __init__(self, state_of: Callable[[], AppState | None]) -> None:
+        self._state_of = state_of
+        self._files = _Files()
+        self._tools: dict[str, ToolSpec] = {spec.name: spec for spec in ALL_TOOLS}
+
+    def routes(self) -> list[BaseRoute]:
+        reads: dict[str, Callable[[Request, AppState], Awaitable[Mapping[str, Any]]]] = {
+            "session": self._session,
+            "overview": self._overview,
+            "entities": self._entities,
+            "search": self._search,
+            "entity": self._entity,
+            "neighbours": self._neighbours,
+            "path": self._path,
+        }
+        routes: list[BaseRoute] = [
+            Route("/", self._page, methods=["GET", "HEAD"]),
+            Route(STATIC_PREFIX + "{name:path}", self._file, methods=["GET", "HEAD"]),
+        ]
+        routes += [Route(f"/api/{name}", self._read_route(read), methods=["GET"]) for name, read in reads.items()]
+        routes += [Route(f"/api/{name}", self._edit_route(name), methods=["POST"]) for name in EDITS]
+        return routes
+
+    async def _page(self, request: Request) -> Response:
+        return self._files.response(request, "index.html")
+
+    async def _file(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name == "index.html":
+            return _error(404, "The explorer is at /.")
+        return self._files.response(request, name)
+
+    def _state(self) -> AppState:
+        state = self._state_of()
+        if state is None:
+            raise _Unavailable()
+        return state
+
+    def _read_route(
+        self, read: Callable[[Request, AppState], Awaitable[Mapping[str, Any]]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def route(request: Request) -> Response:
+            try:
+                return _answer(await read(request, self._state()))
+            except _BadRequest as error:
+                return _error(400, str(error))
+            except _Unavailable:
+                return _error(503, "The memory is still opening; try again in a moment.")
+            except GraphmemError as error:
+                return _error(_status_of(error), str(error))
+
+        return route
+
+    async def _run(self, state: AppState, fn: Callable[..., Mapping[str, Any]], *args: Any) -> Mapping[str, Any]:
+        """A read, where the store's calls run and within the call time limit."""
+        graph = state.tools.graph
+
+        def limited() -> Mapping[str, Any]:
+            with graph.time_limit(state.call_time_limit):
+                return fn(graph, *args)
+
+        return await state.run(limited, writes=False)
+
+    async def _session(self, request: Request, state: AppState) -> Mapping[str, Any]:
+        identity = identity_of(request)
+        counts = await self._run(state, views.session_counts)
+        return {
+            "server": "graphmem",
+            "version": __version__,
+            "canWrite": identity is None or identity.can_write,
+            "who": identity.name if identity is not None else None,
+            "counts": counts,
+            "semantic": state.tools.graph.meaning.enabled,
+        }
+
+    async def _overview(self, request: Request, state: AppState) -> Mapping[str, Any]:
+        return await self._run(state, views.overview)
+
+    async def _entities(self, request: Request, state: AppState) -> Mapping[str, Any]:
+        return await self._run(
+            state,
+            views.entities_of_type,
+            _required(request, "type"),
+            _whole_number(request, "offset", 0),
+            _whole_number(request, "limit", 25),
+        )
+
+    async def _search(self, request: Request, state: AppState) -> Mapping[str, Any]:
+        entity_type = request.query_params.get("type") or None
+        return await self._run(
+            state, views.search, _required(request, "q"), entity_type, _whole_number(request, "limit", 20)
+        )
+
+    async def _entity(self, request: Request, state: AppState) -> Mapping[str, Any]:
+        return await self._run(state, views.entity_detail, _required(request, "name"))
+
+    async def _neighbours(self, request: Request, state: AppState) -> Mapping[str, Any]:
+        return await self._run(
+            state,
+            views.neighbours,
+            _required(request, "name"),
+            request.query_params.get("relationType") or None,
+            _whole_number(request, "offset", 0),
+            _whole_number(request, "limit", 25),
+        )
+
+    async def _path(self, request: Request, state: AppState) -> Mapping[str, Any]:
+        return await self._run(state, views.path_between, _required(request, "from"), _required(request, "to"))
+
+    def _edit_route(self, name: str) -> Callable[[Request], Awaitable[Response]]:
+        edit = EDITS[name]
+        spec = self._tools[edit.tool]
+
+        async def route(request: Request) -> Response:
+            try:
+                state = self._state()
+                body = await _json_body(request)
+                arguments, shown = edit.arguments(body), edit.shown(body)
+            except _BadRequest as error:
+                return _error(400, str(error))
+            except _TooLarge:
+                return _error(413, f"The edit is over {MAX_EDIT_BYTES // 1024} KB; send a smaller one.")
+            except _Unavailable:
+                return _error(503, "The memory is still opening; try again in a moment.")
+            except GraphmemError as error:
+                return _error(400, str(error))
+            return await self._apply(request, state, spec, arguments, shown)
+
+        return route
+
+    async def _apply(
+        self, request: Request, state: AppState, spec: ToolSpec, arguments: dict[str, Any], shown: str
+    ) -> Response:
+        identity: Identity | None = identity_of(request)
+        output = await run_tool_call(state, spec, arguments, identity)
+        if isinstance(output, Refusal):
+            return _error(_STATUS[output.kind], output.message)
+        if output.is_error:
+            return _error(400, output.text)
+        if output.changed:
+            await notify_updated(state)
+        created = (output.structured or {}).get(
+            {"create_entities": "entities", "create_relations": "relations"}.get(spec.name, "")
+        )
+        if created == []:
+            # The official tools skip what exists already; a person asked for something new.
+            what = "That entity" if spec.name == "create_entities" else "That relation"
+            return _error(409, f"{what} exists already; nothing was added.")
+        try:
+            entity: Mapping[str, Any] | None = await self._run(state, views.entity_detail, shown)
+        except GraphmemError:
+            entity = None
+        # Notes in sentences (a relation to a name that is no entity yet, say) are worth showing;
+        # some tools put their JSON answer there, which a person need not read.
+        notes = [note for note in output.notes if not note.lstrip().startswith(("{", "["))]
+        return _answer({"message": _done(spec.name), "notes": notes, "entity": entity})
+
+
+class _Unavailable(Exception):
+    """The server has not opened the memory yet (or has closed it)."""
+
+
+def _status_of(error: GraphmemError) -> int:
+    return _STATUS[refusal_kind(error)]
+
+
+def _done(tool: str) -> str:
+    return {
+        "add_observations": "Saved.",
+        "delete_observations": "Fact deleted.",
+        "create_relations": "Relation added.",
+        "delete_relations": "Relation deleted.",
+        "create_entities": "Entity added.",
+        "update_entities": "Renamed; the old name stays as an alias.",
+        "merge_entities": "Merged.",
+    }.get(tool, "Done.")
+
+
+def explorer_routes(state_of: Callable[[], AppState | None]) -> list[BaseRoute]:
+    """The explorer's routes, for the HTTP app of the server whose state `state_of` gives."""
+    return Explorer(state_of).routes()

@@ -1,0 +1,282 @@
+"""What the explorer's reads answer: plain JSON-ready dicts from the graph, each bounded.
+
+Every function here is one read of the memory and runs where the store's calls run
+(`AppState.run`). None of them reads more than a page: the overview is the same few
+index walks on a hundred entities or a million, and a neighbourhood is a page of one
+entity's relations however many it has. The shapes are the explorer's own (the page is
+their only reader); `docs/explorer.md` describes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from graphmem.core.errors import InvalidInputError
+from graphmem.core.models import Entity, Relation
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.navigation import get_entity
+from graphmem.domain.observation_text import parse_observation
+from graphmem.domain.observations import ObservationRecord, history_of, records_of
+from graphmem.domain.search import query_terms
+from graphmem.domain.traversal import shortest_path
+from graphmem.storage.base import EntitySummary
+
+__all__ = [
+    "HUBS",
+    "MOST_PAGE",
+    "MOST_SEARCH",
+    "PATH_DEPTH",
+    "entities_of_type",
+    "entity_detail",
+    "neighbours",
+    "overview",
+    "path_between",
+    "search",
+    "session_counts",
+]
+
+HUBS = 40
+"""The most connected entities the overview draws."""
+TYPES_SHOWN = 24
+"""The entity and relation types the overview lists; the rest are counted."""
+MOST_RELATIONS = 400
+"""The most relations one answer draws between the entities it holds."""
+MOST_PAGE = 100
+"""The largest page of entities or neighbours one answer holds."""
+MOST_SEARCH = 50
+"""The most results one search answers with."""
+PATH_DEPTH = 6
+"""The longest path looked for, in hops."""
+
+
+def _card(summary: EntitySummary) -> dict[str, Any]:
+    return {"name": summary.name, "type": summary.entity_type, "degree": summary.degree}
+
+
+def _relation(relation: Relation) -> dict[str, str]:
+    return {"from": relation.from_, "to": relation.to, "relationType": relation.relation_type}
+
+
+def _relations_among(graph: KnowledgeGraph, names: Iterable[str]) -> list[dict[str, str]]:
+    return [_relation(relation) for relation in graph.store.relations_among(list(names), MOST_RELATIONS)]
+
+
+def session_counts(graph: KnowledgeGraph) -> dict[str, int]:
+    """How many entities, relations and facts the memory holds."""
+    counts = graph.counts()
+    return {"entities": counts.entities, "relations": counts.relations, "observations": counts.observations}
+
+
+def _type_counts(pairs: list[tuple[str, int]]) -> tuple[list[dict[str, Any]], int]:
+    shown = [{"type": kind, "count": count} for kind, count in pairs[:TYPES_SHOWN]]
+    return shown, max(0, len(pairs) - TYPES_SHOWN)
+
+
+def overview(graph: KnowledgeGraph) -> dict[str, Any]:
+    """The memory at a glance: its counts, its commonest types, and its most connected entities."""
+    with graph.store.read():
+        counts = session_counts(graph)
+        entity_types, more_entity_types = _type_counts(graph.store.entity_type_counts())
+        relation_types, more_relation_types = _type_counts(graph.store.relation_type_counts())
+        hubs = graph.store.most_connected(None, 0, HUBS)
+        relations = _relations_among(graph, (hub.name for hub in hubs))
+    return {
+        "counts": counts,
+        "entityTypes": entity_types,
+        "moreEntityTypes": more_entity_types,
+        "relationTypes": relation_types,
+        "moreRelationTypes": more_relation_types,
+        "hubs": [_card(hub) for hub in hubs],
+        "relations": relations,
+    }
+
+
+def _check_page(offset: int, limit: int) -> None:
+    if offset < 0:
+        raise InvalidInputError("offset", f"is {offset}; give 0 or more.")
+    if not 1 <= limit <= MOST_PAGE:
+        raise InvalidInputError("limit", f"is {limit}; give a number from 1 to {MOST_PAGE}.")
+
+
+def entities_of_type(graph: KnowledgeGraph, entity_type: str, offset: int, limit: int) -> dict[str, Any]:
+    """A page of one type's entities, most connected first, with the relations among them."""
+    graph.check_names("type", [entity_type])
+    _check_page(offset, limit)
+    with graph.store.read():
+        total = dict(graph.store.entity_type_counts()).get(entity_type, 0)
+        page = graph.store.most_connected(entity_type, offset, limit)
+        relations = _relations_among(graph, (summary.name for summary in page))
+    return {
+        "type": entity_type,
+        "total": total,
+        "offset": offset,
+        "entities": [_card(summary) for summary in page],
+        "relations": relations,
+    }
+
+
+def _best_fact(entity: Entity, terms: list[str]) -> str | None:
+    """The fact that best shows why the entity matched: the first holding the most query words."""
+    best, best_score = None, 0
+    for fact in entity.observations:
+        folded = fact.lower()
+        score = sum(term in folded for term in terms)
+        if score > best_score:
+            best, best_score = fact, score
+    return best
+
+
+def search(graph: KnowledgeGraph, query: str, entity_type: str | None, limit: int) -> dict[str, Any]:
+    """The ranked search of `search_nodes` (words, and meaning where it is on), one page."""
+    if not query.strip():
+        raise InvalidInputError("q", "is empty; type a word, a name or a question.")
+    if not 1 <= limit <= MOST_SEARCH:
+        raise InvalidInputError("limit", f"is {limit}; give a number from 1 to {MOST_SEARCH}.")
+    # One more than shown tells whether there are more.
+    page = graph.search_page(query, entity_type=entity_type, limit=limit + 1)
+    entities = page.graph.entities
+    terms = query_terms(query)
+    with graph.store.read():
+        degrees = _degrees(graph, [entity.name for entity in entities[:limit]])
+    results = [
+        {
+            "name": entity.name,
+            "type": entity.entity_type,
+            "degree": degrees.get(entity.name, 0),
+            "match": _best_fact(entity, terms),
+        }
+        for entity in entities[:limit]
+    ]
+    return {"query": query, "results": results, "more": len(entities) > limit}
+
+
+def _degrees(graph: KnowledgeGraph, names: list[str]) -> dict[str, int]:
+    """How many relations touch each name, read a page at a time (at most `MOST_PAGE` names)."""
+    degrees: dict[str, int] = {}
+    for name in names[:MOST_PAGE]:
+        _, outgoing = graph.store.find_relations(name, None, None, 0, 0)
+        _, incoming = graph.store.find_relations(None, name, None, 0, 0)
+        _, to_itself = graph.store.find_relations(name, name, None, 0, 0)
+        degrees[name] = outgoing + incoming - to_itself
+    return degrees
+
+
+def _fact(record: ObservationRecord) -> dict[str, Any]:
+    status = parse_observation(record.content).status
+    return {
+        "id": record.id,
+        "text": record.content,
+        "version": record.version,
+        "status": status.capitalize() if status else None,
+        "author": record.author,
+        "createdAt": record.created_at,
+        "supersedes": record.supersedes,
+        "supersededBy": record.superseded_by,
+        "current": record.current,
+    }
+
+
+def entity_detail(graph: KnowledgeGraph, name: str) -> dict[str, Any]:
+    """One entity (by name or alias): its type, aliases, facts with their metadata, and their history.
+
+    Raises:
+        EntityNotFoundError: no entity has that name or alias.
+    """
+    with graph.store.read():
+        entity = get_entity(graph, name)
+        _, outgoing = graph.store.find_relations(entity.name, None, None, 0, 0)
+        _, incoming = graph.store.find_relations(None, entity.name, None, 0, 0)
+        degree = _degrees(graph, [entity.name])[entity.name]
+    extra = entity.extra or {}
+
+    def text(key: str) -> str | None:
+        value = extra.get(key)
+        return value if isinstance(value, str) else None
+
+    history = [_fact(record) for record in reversed(history_of(entity))]
+    return {
+        "name": entity.name,
+        "type": entity.entity_type,
+        "aliases": list(entity.aliases),
+        "createdAt": text("createdAt"),
+        "updatedAt": text("updatedAt"),
+        "createdBy": text("createdBy"),
+        "updatedBy": text("updatedBy"),
+        "degree": degree,
+        "facts": [_fact(record) for record in records_of(entity)],
+        "history": history,
+        "relations": {"outgoing": outgoing, "incoming": incoming},
+    }
+
+
+def neighbours(graph: KnowledgeGraph, name: str, relation_type: str | None, offset: int, limit: int) -> dict[str, Any]:
+    """A page of the entities one hop from `name`, either way, with the relations to them.
+
+    The pages run through the entity's outgoing relations, then its incoming ones, each in
+    creation order: `nextOffset` is where the next page starts (None after the last), and
+    `remaining` about how many relations are left for it.
+
+    Raises:
+        EntityNotFoundError: no entity has that name or alias.
+    """
+    _check_page(offset, limit)
+    if relation_type is not None:
+        graph.check_names("relationType", [relation_type])
+    with graph.store.read():
+        name = get_entity(graph, name).name
+        outgoing, out_total = graph.store.find_relations(name, None, relation_type, offset, limit)
+        in_offset = max(0, offset - out_total)
+        incoming, in_total = graph.store.find_relations(None, name, relation_type, in_offset, limit - len(outgoing))
+        _, to_itself = graph.store.find_relations(name, name, relation_type, 0, 0)
+        next_offset = offset + len(outgoing) + len(incoming)
+        # A relation to itself is found both ways: it is shown once, going out.
+        relations = outgoing + [relation for relation in incoming if relation.from_ != name]
+        others = list(
+            dict.fromkeys(relation.to if relation.from_ == name else relation.from_ for relation in relations)
+        )
+        known = {entity.name: entity for entity in graph.store.get_entities(others)}
+        degrees = _degrees(graph, others)
+    cards = [
+        {"name": other, "type": known[other].entity_type if other in known else None, "degree": degrees[other]}
+        for other in others
+    ]
+    positions = out_total + in_total
+    return {
+        "name": name,
+        "total": positions - to_itself,
+        "offset": offset,
+        "nextOffset": next_offset if next_offset < positions else None,
+        "remaining": max(0, positions - next_offset),
+        "neighbours": cards,
+        "relations": [_relation(relation) for relation in relations],
+    }
+
+
+def path_between(graph: KnowledgeGraph, start: str, end: str) -> dict[str, Any]:
+    """A shortest path between two entities (names or aliases), relations followed either way.
+
+    Raises:
+        EntityNotFoundError: either end is not an entity.
+    """
+    found = shortest_path(graph, start, end, PATH_DEPTH, most_depth=PATH_DEPTH)
+    with graph.store.read():
+        known = {entity.name: entity for entity in graph.store.get_entities(list(found.names))}
+        degrees = _degrees(graph, list(found.names))
+    cards = [
+        {"name": name, "type": known[name].entity_type if name in known else None, "degree": degrees[name]}
+        for name in found.names
+    ]
+    if found.found or found.bound is None:
+        why = None if found.found else f"{start} and {end} are not connected."
+    elif found.bound.name == "maxDepth":
+        why = f"No path of {PATH_DEPTH} steps or fewer joins them."
+    else:
+        why = f"The search stopped after {found.bound.limit:,} entities without finding a path."
+    return {
+        "found": found.found,
+        "why": why,
+        "maxDepth": PATH_DEPTH,
+        "entities": cards,
+        "relations": [_relation(relation) for relation in found.relations],
+    }

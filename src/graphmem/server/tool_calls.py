@@ -1,0 +1,100 @@
+"""One tool call, run the same way whoever asks: an MCP client's tools/call or an edit in the explorer.
+
+Both fronts go through `run_tool_call`, so an edit made in the browser is checked, limited,
+authored and refused exactly as the same tool called by an agent would be; each front then
+words the outcome its own way (a tool result, or an HTTP status and JSON).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from graphmem.core.errors import EntityNotFoundError, GraphmemError, RelationNotFoundError, StorageBusyError
+from graphmem.core.identity import Identity
+from graphmem.server.access import read_only_refusal
+from graphmem.server.state import AppState
+from graphmem.tools import ToolOutput, ToolSpec
+
+__all__ = ["Refusal", "RefusalKind", "format_validation_error", "refusal_kind", "run_tool_call"]
+
+# The name MCP clients see on logging notifications; it stayed when the module moved into a package.
+logger = logging.getLogger("graphmem.server")
+
+RefusalKind = Literal["read_only", "invalid", "not_found", "busy", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A call that changed nothing, and the message that says why and what to do instead."""
+
+    message: str
+    kind: RefusalKind
+
+
+def refusal_kind(error: GraphmemError) -> RefusalKind:
+    """What kind of refusal an error of the graph is."""
+    if isinstance(error, EntityNotFoundError | RelationNotFoundError):
+        return "not_found"
+    if isinstance(error, StorageBusyError):
+        return "busy"
+    return "invalid"
+
+
+def format_validation_error(tool: str, error: ValidationError) -> str:
+    """The arguments' problems, each with where it is, and what to do about them."""
+    problems = []
+    for issue in error.errors(include_url=False):
+        path = ""
+        for part in issue["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        problems.append(f"{path or '(arguments)'}: {issue['msg']}")
+    return (
+        f"Input validation error: Invalid arguments for tool {tool}: "
+        + "; ".join(problems)
+        + ". Fix the arguments to match the tool's input schema and call it again."
+    )
+
+
+def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, author: str | None) -> ToolOutput:
+    """Run a tool where the store's calls run (`AppState.run`), stopped and rolled back past
+    the call time limit, its changes recorded as made by `author`; a reusable read may be
+    answered from the answers kept."""
+    graph = state.tools.graph
+    with graph.time_limit(state.call_time_limit if spec.time_limited else 0), graph.authored_by(author):
+        return state.answers.run(spec, state.tools, arguments)
+
+
+async def run_tool_call(
+    state: AppState, spec: ToolSpec, arguments: Any, identity: Identity | None
+) -> ToolOutput | Refusal:
+    """Run one tool with its wire arguments as `identity` (None: stdio, or a server without tokens).
+
+    A tool that writes is refused for a read-only token; arguments that do not fit the tool's
+    schema, and any `GraphmemError` the call raises, become a `Refusal` naming the problem.
+    The caller tells subscribers when the output says the memory `changed`.
+    """
+    read_only = spec.annotations.read_only_hint is True
+    refusal = read_only_refusal(identity, spec.name, read_only)
+    if refusal is not None:
+        return Refusal(refusal, "read_only")
+    try:
+        parsed = spec.arguments.model_validate(arguments or {})
+    except ValidationError as error:
+        return Refusal(format_validation_error(spec.name, error), "invalid")
+    author = identity.name if identity is not None else None
+    try:
+        return await state.run(_run_within_limit, state, spec, parsed, author, writes=not read_only)
+    except GraphmemError as error:
+        return Refusal(str(error), refusal_kind(error))
+    except Exception as error:
+        # The top-level handler: a bug must not take the connection down. The store
+        # rolled the transaction back, so the message can promise that.
+        logger.exception("tool %s failed", spec.name)
+        return Refusal(
+            f"graphmem failed unexpectedly ({type(error).__name__}: {error}); nothing was changed. Please report this.",
+            "failed",
+        )

@@ -55,6 +55,8 @@ async def open_page(browser: Browser, viewport: dict[str, int] = DESKTOP) -> Asy
     page = await context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    # The page must live within its Content-Security-Policy: a refused script or style is a bug.
+    page.on("console", lambda message: errors.append(message.text) if "Content Security Policy" in message.text else None)
     page.set_default_timeout(WAIT_MS)
     try:
         yield page
@@ -65,9 +67,8 @@ async def open_page(browser: Browser, viewport: dict[str, int] = DESKTOP) -> Asy
 
 async def settled(page: Page) -> None:
     """Wait until the explorer has loaded and has no request or layout in flight."""
-    await page.wait_for_function(
-        "() => window.graphmemExplorer && window.graphmemExplorer.ready && window.graphmemExplorer.busy === 0"
-    )
+    # A selector, not wait_for_function: the page's CSP forbids the eval that would need.
+    await page.locator("body[data-explorer=idle]").wait_for(state="attached")
 
 
 async def open_explorer(page: Page, server: NetworkServer, token: str | None = None, fragment: str = "") -> None:
@@ -85,6 +86,20 @@ async def open_entity_by_search(page: Page, query: str, name: str) -> None:
     await page.get_by_role("option", name=name).first.click()
     await page.get_by_role("heading", level=2, name=name, exact=True).wait_for()
     await settled(page)
+
+
+async def click_node(page: Page, selector: str) -> None:
+    """Click, with the mouse, the first drawn node that `selector` (a Cytoscape selector) picks."""
+    where = await page.evaluate(
+        """(selector) => {
+          const node = window.graphmemExplorer.cy.nodes(selector).first();
+          const box = document.getElementById('graph').getBoundingClientRect();
+          const at = node.renderedPosition();
+          return {x: box.left + at.x, y: box.top + at.y};
+        }""",
+        selector,
+    )
+    await page.mouse.click(where["x"], where["y"])
 
 
 @asynccontextmanager
@@ -133,10 +148,12 @@ PROJECTS = ["Explorer", "Search by meaning", "Team server", "Release 2.0", "Docs
 ORGANISATIONS = ["Northwind", "Globex", "Initech"]
 PLACES = ["London", "Berlin", "Lisbon", "Toronto"]
 TOOLS = ["PostgreSQL", "SQLite", "Playwright", "Grafana"]
+CHAT = "Slack"
+"""The tool everyone uses: 30 neighbours, more than one page of 25."""
 
 
 def team_memory_lines() -> list[dict[str, Any]]:
-    """The team as the official JSONL lines: 41 entities, their facts, about 90 relations."""
+    """The team as the official JSONL lines: 42 entities, their facts, about 130 relations."""
     lines: list[dict[str, Any]] = []
 
     def add(name: str, entity_type: str, *facts: str) -> None:
@@ -155,10 +172,12 @@ def team_memory_lines() -> list[dict[str, Any]]:
         add(name, "place", f"An office in {name}")
     for name in TOOLS:
         add(name, "tool", f"{name} is used in production")
+    add(CHAT, "tool", "Where the team talks")
     for index, (name, _) in enumerate(PEOPLE):
         relate(name, "worksAt", ORGANISATIONS[0] if index < 17 else ORGANISATIONS[1 + index % 2])
         relate(name, "worksOn", PROJECTS[index % len(PROJECTS)])
         relate(name, "basedIn", PLACES[index % len(PLACES)])
+        relate(name, "uses", CHAT)
         if index % 3 == 0:
             relate(name, "uses", TOOLS[index % len(TOOLS)])
         if index % 4 == 1:
@@ -166,6 +185,7 @@ def team_memory_lines() -> list[dict[str, Any]]:
     for index, project in enumerate(PROJECTS):
         relate(project, "ownedBy", ORGANISATIONS[index % len(ORGANISATIONS)])
         relate(project, "uses", TOOLS[index % len(TOOLS)])
+        relate(project, "uses", CHAT)
     return lines
 
 

@@ -23,15 +23,24 @@ const explorer = {
     return this.graph.cy;
   },
   shareLink: () => shareLink(explorer.state),
+  actions: null, // the panel's actions, for tests that drive what the page itself would do
 };
 window.graphmemExplorer = explorer;
 
+// <body data-explorer="loading|busy|idle">: tests (and anyone curious) wait on it without eval,
+// which the page's Content-Security-Policy forbids.
+function showActivity() {
+  document.body.dataset.explorer = explorer.busy > 0 ? "busy" : explorer.ready ? "idle" : "loading";
+}
+
 async function tracked(work) {
   explorer.busy += 1;
+  showActivity();
   try {
     return await work();
   } finally {
     explorer.busy -= 1;
+    showActivity();
   }
 }
 
@@ -178,6 +187,8 @@ const panelActions = {
   edit: (action, body) => run(() => edit(action, body)),
 };
 
+explorer.actions = panelActions;
+
 function run(work) {
   return tracked(work).catch(report);
 }
@@ -298,6 +309,7 @@ async function start() {
     await search.search();
   }
   explorer.ready = true;
+  showActivity();
 }
 
 explorer.graph = new Graph($("graph"));

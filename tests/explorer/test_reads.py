@@ -265,7 +265,7 @@ async def test_the_page_and_its_files_carry_a_policy_that_runs_only_their_own_sc
         escape = await client.get(
             "/explorer/%2e%2e/%2e%2e/pyproject.toml", headers={"authorization": f"Bearer {WRITER}"}
         )
-        missing = await client.get("/explorer/nothing.js")
+        missing = await client.get("/explorer/nothing.js", headers={"authorization": f"Bearer {WRITER}"})
     assert library.status_code == 200 and library.headers["content-type"].startswith("text/javascript")
     assert "script-src" not in library.headers["content-security-policy"]  # default-src 'self' covers scripts
     assert "default-src 'self'" in library.headers["content-security-policy"]

@@ -242,7 +242,7 @@ async def test_the_path_between_two_entities_follows_relations_either_way(settin
         ("/api/path?from=Atlas", 400, "to is missing"),
         ("/api/path?from=Atlas&to=Nobody", 404, "Nobody"),
         ("/api/neighbours?name=Nobody", 404, "Nobody"),
-        ("/api/nothing-here", 404, ""),
+        ("/api/nothing-here", 404, "No route /api/nothing-here"),
     ],
 )
 async def test_a_bad_read_gets_a_status_and_a_message_that_says_what_to_send(

@@ -176,7 +176,11 @@ class Explorer:
         ]
         routes += [Route(f"/api/{name}", self._read_route(read), methods=["GET"]) for name, read in reads.items()]
         routes += [Route(f"/api/{name}", self._edit_route(name), methods=["POST"]) for name in EDITS]
+        routes.append(Route("/api/{rest:path}", self._unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
         return routes
+
+    async def _unknown(self, request: Request) -> Response:
+        return _error(404, f"No route {request.url.path}; see docs/explorer.md for the explorer's routes.")
 
     async def _page(self, request: Request) -> Response:
         return self._files.response(request, "index.html")

@@ -31,7 +31,10 @@ def facts_of(graph: Graph, name: str) -> list[str]:
     return list(next(entity for entity in graph.entities if entity.name == name).observations)
 
 
-async def test_correcting_a_fact_keeps_the_old_version_in_the_history_with_who_corrected_it(settings: Settings):
+async def test_correcting_a_fact_keeps_the_old_version_in_the_history_with_who_corrected_it(
+    any_backend_settings: Settings,
+):
+    settings = any_backend_settings
     a_team(settings)
     async with explorer_client(settings) as alice:
         before = await ok(alice.get("/api/entity", params={"name": "Ada Lovelace"}))
@@ -79,7 +82,8 @@ async def test_a_relation_to_a_name_that_is_no_entity_says_so_in_a_note(settings
     assert any("Zeus" in note for note in answer["notes"])
 
 
-async def test_an_entity_is_added_renamed_and_merged_into_another(settings: Settings):
+async def test_an_entity_is_added_renamed_and_merged_into_another(any_backend_settings: Settings):
+    settings = any_backend_settings
     a_team(settings)
     async with explorer_client(settings) as alice:
         added = await ok(alice.post("/api/entities/add", json={"name": "Ada L.", "type": "person", "texts": ["x"]}))

@@ -74,8 +74,9 @@ async def test_without_the_token_every_api_route_is_refused_but_the_page_is_serv
 
 
 async def test_the_overview_counts_the_types_and_draws_the_most_connected_entities_with_their_relations(
-    settings: Settings,
+    any_backend_settings: Settings,
 ):
+    settings = any_backend_settings
     a_team(settings)
     async with explorer_client(settings) as client:
         overview = await ok(client.get("/api/overview"))
@@ -113,7 +114,8 @@ async def test_the_overview_of_a_large_memory_holds_a_bounded_number_of_entities
     assert all(r["from"] in shown and r["to"] in shown for r in overview["relations"])
 
 
-async def test_a_types_entities_come_a_page_at_a_time_most_connected_first_each_once(settings: Settings):
+async def test_a_types_entities_come_a_page_at_a_time_most_connected_first_each_once(any_backend_settings: Settings):
+    settings = any_backend_settings
     a_team(settings)
     async with explorer_client(settings) as client:
         first = await ok(client.get("/api/entities", params={"type": "person", "limit": 2}))
@@ -148,7 +150,8 @@ async def test_search_ranks_as_search_nodes_does_and_says_which_fact_matched(set
     assert {result["type"] for result in people["results"]} == {"person"}
 
 
-async def test_one_entity_shows_its_aliases_facts_and_the_history_of_a_corrected_fact(settings: Settings):
+async def test_one_entity_shows_its_aliases_facts_and_the_history_of_a_corrected_fact(any_backend_settings: Settings):
+    settings = any_backend_settings
     a_team(settings)
     store = open_store(settings)
     try:
@@ -180,7 +183,8 @@ async def test_an_alias_finds_the_entity_and_an_unknown_name_is_a_404_that_says_
     assert missing.status_code == 404 and "Nobody" in missing.json()["error"]
 
 
-async def test_neighbours_page_through_every_relation_once_and_count_what_is_left(settings: Settings):
+async def test_neighbours_page_through_every_relation_once_and_count_what_is_left(any_backend_settings: Settings):
+    settings = any_backend_settings
     fill(
         settings,
         [Entity("hub", "thing"), *(Entity(f"n{index}", "thing") for index in range(7))],
@@ -217,7 +221,8 @@ async def _card_of(settings: Settings, name: str) -> dict[str, object]:
     return next(card for card in page["neighbours"] if card["name"] == name)
 
 
-async def test_the_path_between_two_entities_follows_relations_either_way(settings: Settings):
+async def test_the_path_between_two_entities_follows_relations_either_way(any_backend_settings: Settings):
+    settings = any_backend_settings
     a_team(settings)
     async with explorer_client(settings) as client:
         path = await ok(client.get("/api/path", params={"from": "Cy Twombly", "to": "Acme"}))

@@ -159,9 +159,7 @@ class Explorer:
         self._state_of = state_of
         self._files = _Files()
         self._tools: dict[str, ToolSpec] = {spec.name: spec for spec in ALL_TOOLS}
-
-    def routes(self) -> list[BaseRoute]:
-        reads: dict[str, Callable[[Request, AppState], Awaitable[Mapping[str, Any]]]] = {
+        self._reads: dict[str, Callable[[Request, AppState], Awaitable[Mapping[str, Any]]]] = {
             "session": self._session,
             "overview": self._overview,
             "entities": self._entities,
@@ -170,13 +168,24 @@ class Explorer:
             "neighbours": self._neighbours,
             "path": self._path,
         }
+
+    def routes(self) -> list[BaseRoute]:
         routes: list[BaseRoute] = [
             Route("/", self._page, methods=["GET", "HEAD"]),
             Route(STATIC_PREFIX + "{name:path}", self._file, methods=["GET", "HEAD"]),
         ]
-        routes += [Route(f"/api/{name}", self._read_route(read), methods=["GET"]) for name, read in reads.items()]
+        routes += [Route(f"/api/{name}", self._read_route(read), methods=["GET"]) for name, read in self._reads.items()]
         routes += [Route(f"/api/{name}", self._edit_route(name), methods=["POST"]) for name in EDITS]
+        routes.append(Route("/api/{rest:path}", self._unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]))
         return routes
+
+    async def _unknown(self, request: Request) -> Response:
+        rest = request.path_params["rest"]
+        if rest in EDITS:
+            return _error(405, f"{request.url.path} changes the memory: send it as a POST with a JSON body.")
+        if rest in self._reads:
+            return _error(405, f"{request.url.path} only reads: send it as a GET.")
+        return _error(404, f"No route {request.url.path}; see docs/explorer.md for the explorer's routes.")
 
     async def _page(self, request: Request) -> Response:
         return self._files.response(request, "index.html")

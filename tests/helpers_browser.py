@@ -56,7 +56,9 @@ async def open_page(browser: Browser, viewport: dict[str, int] = DESKTOP) -> Asy
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     # The page must live within its Content-Security-Policy: a refused script or style is a bug.
-    page.on("console", lambda message: errors.append(message.text) if "Content Security Policy" in message.text else None)
+    page.on(
+        "console", lambda message: errors.append(message.text) if "Content Security Policy" in message.text else None
+    )
     page.set_default_timeout(WAIT_MS)
     try:
         yield page
@@ -103,7 +105,9 @@ async def click_node(page: Page, selector: str) -> None:
 
 
 @asynccontextmanager
-async def mcp_session(server: NetworkServer, token: str | None = None, on_message: Any = None) -> AsyncIterator[ClientSession]:
+async def mcp_session(
+    server: NetworkServer, token: str | None = None, on_message: Any = None
+) -> AsyncIterator[ClientSession]:
     """An MCP SDK client over Streamable HTTP to the same server the page talks to."""
     headers = {"authorization": f"Bearer {token}"} if token else None
     async with (

@@ -17,13 +17,13 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPDeprecationWarning
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, expect
 
 from tests.helpers_browser import (
     CHAT,
-    click_node,
     DESKTOP,
     PHONE,
+    click_node,
     mcp_session,
     open_entity_by_search,
     open_explorer,
@@ -53,7 +53,8 @@ async def team(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Networ
 
 
 LABEL_OVERLAPS = """() => {
-  const boxes = window.graphmemExplorer.cy.nodes(':visible').map(n => [n.data('label'), n.boundingBox({includeLabels: true})]);
+  const boxes = window.graphmemExplorer.cy.nodes(':visible')
+    .map(n => [n.data('label'), n.boundingBox({includeLabels: true})]);
   const overlaps = [];
   for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
     const [a, b] = [boxes[i][1], boxes[j][1]];
@@ -102,7 +103,9 @@ async def test_the_overview_draws_readable_labels_apart_with_one_colour_and_lege
         await page.screenshot(path=screenshot_path(tmp_path, "explorer-phone.png"))
 
 
-async def test_searching_and_clicking_a_result_shows_the_entitys_type_and_current_facts(browser: Browser, team: NetworkServer):
+async def test_searching_and_clicking_a_result_shows_the_entitys_type_and_current_facts(
+    browser: Browser, team: NetworkServer
+):
     async with open_page(browser) as page:
         await open_explorer(page, team, WRITER)
         await page.get_by_role("combobox", name="Search the memory").fill("compiler")
@@ -212,7 +215,9 @@ async def test_a_read_only_token_is_offered_no_edit_controls_and_a_refused_write
             await expect(panel.get_by_role("button", name=re.compile(f"^{control}"))).to_have_count(0)
         await expect(page.get_by_role("button", name="New entity")).to_be_hidden()
         # Sent anyway (an old tab, a stale session answer): the server's 403, said plainly.
-        await page.evaluate("() => window.graphmemExplorer.actions.edit('facts/add', {name: 'Alan Turing', texts: ['x']})")
+        await page.evaluate(
+            "() => window.graphmemExplorer.actions.edit('facts/add', {name: 'Alan Turing', texts: ['x']})"
+        )
         await expect(page.get_by_role("status")).to_contain_text("This token can only read: nothing was changed.")
 
 
@@ -228,10 +233,10 @@ async def test_the_token_leaves_the_address_at_once_and_is_kept_for_the_session(
     async with open_page(browser) as page:
         await page.goto(team.base + "/")
         form = page.get_by_role("region", name="This memory needs a token")
-        await form.get_by_label("Token").fill("not-the-token")
+        await form.get_by_label("Token", exact=True).fill("not-the-token")
         await form.get_by_role("button", name="Open the memory").click()
         await expect(form.get_by_role("alert")).to_have_text("That token was refused. Check it and try again.")
-        await form.get_by_label("Token").fill(WRITER)
+        await form.get_by_label("Token", exact=True).fill(WRITER)
         await form.get_by_role("button", name="Open the memory").click()
         await settled(page)
         await expect(page.locator("#memory-counts")).to_contain_text("42 entities")
@@ -249,16 +254,20 @@ async def test_a_shared_link_reopens_the_same_view(browser: Browser, team: Netwo
         await expect(page.get_by_role("status")).to_contain_text("Link to this view")
         link = re.search(r"http\S+", await page.get_by_role("status").inner_text())
         assert link is not None and WRITER not in link.group(0)
-        drawn = sorted(await page.evaluate("() => window.graphmemExplorer.cy.nodes('.entity:visible').map(n => n.id())"))
+        drawn = sorted(
+            await page.evaluate("() => window.graphmemExplorer.cy.nodes('.entity:visible').map(n => n.id())")
+        )
 
     async with open_page(browser) as page:
         await page.goto(link.group(0))
-        await page.get_by_label("Token").fill(WRITER)
+        await page.get_by_label("Token", exact=True).fill(WRITER)
         await page.get_by_role("button", name="Open the memory").click()
         await settled(page)
         await expect(page.get_by_role("heading", name=CHAT, exact=True)).to_be_visible()
         await expect(page.get_by_role("button", name=re.compile("^place"))).to_have_attribute("aria-pressed", "false")
-        again = sorted(await page.evaluate("() => window.graphmemExplorer.cy.nodes('.entity:visible').map(n => n.id())"))
+        again = sorted(
+            await page.evaluate("() => window.graphmemExplorer.cy.nodes('.entity:visible').map(n => n.id())")
+        )
         assert again == drawn
 
 

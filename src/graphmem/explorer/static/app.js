@@ -230,7 +230,11 @@ async function openEntity(name, { focusPanel = true } = {}) {
   explorer.graph.cy.nodes(":selected").unselect();
   node.select();
   if (!node.position("x") && !node.position("y")) explorer.graph.layout({ incremental: true });
-  explorer.graph.cy.animate({ center: { eles: node } }, { duration: 0 });
+  const sheet = $("panel").getBoundingClientRect();
+  const area = $("graph").getBoundingClientRect();
+  // At a phone's width the panel is a bottom sheet over the graph, not beside it.
+  const covered = sheet.left <= area.left && sheet.top > area.top ? Math.max(0, area.bottom - sheet.top) : 0;
+  explorer.graph.focusOn(node, covered);
   explorer.state.focus = entity.name;
   saveState();
   if (focusPanel) $("panel-title").focus();

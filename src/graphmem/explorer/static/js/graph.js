@@ -361,6 +361,14 @@ export class Graph {
     this.fit();
   }
 
+  /** Bring `node` to the middle of what is not covered (a phone's bottom sheet covers `coveredBottom` px). */
+  focusOn(node, coveredBottom = 0) {
+    // Zoomed out over a big overview, labels are too small to read: come close enough for them.
+    if (this.cy.zoom() < 0.9) this.cy.zoom(1);
+    this.cy.center(node);
+    if (coveredBottom > 0) this.cy.panBy({ x: 0, y: -coveredBottom / 2 });
+  }
+
   fit() {
     this.cy.fit(this.cy.elements(":visible"), 30);
     // A handful of nodes would otherwise be blown up to fill the screen.

@@ -37,7 +37,11 @@ async def browser() -> AsyncIterator[Browser]:
     """Debian's chromium, headless; the test skips when there is none."""
     executable = shutil.which("chromium")
     if executable is None:
-        pytest.skip("no chromium on PATH: install it with scripts/system-packages (never `playwright install`)")
+        reason = "no chromium on PATH: install it with scripts/system-packages (never `playwright install`)"
+        if os.environ.get("CI"):
+            # CI installs chromium through ./scripts/test: a skip there would hide that it did not.
+            pytest.fail(reason)
+        pytest.skip(reason)
     # Chromium's sandbox refuses to start as root (CI containers); a normal user keeps it.
     args = ["--no-sandbox"] if os.geteuid() == 0 else []
     async with async_playwright() as playwright:

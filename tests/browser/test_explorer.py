@@ -198,6 +198,7 @@ async def test_relations_added_and_deleted_in_the_page_show_in_its_panel(browser
         await settled(page)
         relations = panel.get_by_role("list", name="Relations")
         await expect(relations).to_contain_text("pairsWith → Sophie Wilson")
+        page.once("dialog", lambda dialog: dialog.accept())  # the page asks before it deletes
         await panel.get_by_role("button", name="Delete the relation Hedy Lamarr pairsWith Sophie Wilson").click()
         await settled(page)
         await expect(relations).not_to_contain_text("pairsWith")

@@ -78,7 +78,10 @@ export function renderEntity(body, entity, neighbours, canWrite, actions) {
         controls.replaceWith(form);
         form.querySelector("textarea").focus();
       });
-      remove.addEventListener("click", () => actions.edit("facts/delete", { name, texts: [fact.text] }));
+      // A deleted fact has no history to come back from: ask first.
+      remove.addEventListener("click", () => {
+        if (window.confirm(`Delete this fact of ${name}?\n\n${fact.text}`)) actions.edit("facts/delete", { name, texts: [fact.text] });
+      });
       const controls = el("div", { class: "fact-controls" }, edit, remove);
       item.append(controls);
     }
@@ -117,7 +120,9 @@ export function renderEntity(body, entity, neighbours, canWrite, actions) {
     if (canWrite) {
       const remove = el("button", { type: "button", class: "link-button danger" }, "Delete");
       remove.setAttribute("aria-label", `Delete the relation ${relation.from} ${relation.relationType} ${relation.to}`);
-      remove.addEventListener("click", () => actions.edit("relations/delete", relation));
+      remove.addEventListener("click", () => {
+        if (window.confirm(`Delete the relation ${relation.from} ${relation.relationType} ${relation.to}?`)) actions.edit("relations/delete", relation);
+      });
       item.append(" ", remove);
     }
     relations.append(item);

@@ -440,7 +440,9 @@ async def test_a_server_on_a_database_url_embeds_in_the_background_and_hybrid_se
     async with TRANSPORTS[transport](postgres_url) as client:
         created = await client.call_tool("create_entities", {"entities": SERVED_PEOPLE})
         assert not created.is_error
-        assert await _search(client, "Germany") == ["Bob"]
+        # The substring match comes first; once the worker has embedded the texts, a hybrid
+        # search may add entities close in meaning after it (the race the old assertion lost).
+        assert (await _search(client, "Germany"))[0] == "Bob"
         with anyio.fail_after(EMBEDDED_WITHIN_SECONDS):
             while await _search(client, "Who moved abroad?", mode="semantic", limit=1) != ["Bob"]:
                 await anyio.sleep(0.1)

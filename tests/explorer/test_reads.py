@@ -13,7 +13,7 @@ import pytest
 from graphmem.config import Settings
 from graphmem.core.models import Entity, ObservationAddition, Relation
 from graphmem.domain.graph import KnowledgeGraph
-from graphmem.explorer.views import HUBS, MOST_PAGE, PATH_DEPTH
+from graphmem.explorer.views import HUBS, MOST_FACTS, MOST_PAGE, PATH_DEPTH
 from graphmem.storage import open_store
 from tests.helpers_explorer import READER, WRITER, explorer_client, ok
 
@@ -310,3 +310,14 @@ async def test_reads_answer_while_other_reads_run(settings: Settings):
                 for route in ("/api/overview", "/api/entity?name=Atlas", "/api/search?q=Atlas"):
                     tasks.start_soon(read, route)
     assert answers == [200] * 30
+
+
+async def test_an_entity_with_very_many_facts_answers_with_the_first_few_hundred_and_counts_the_rest(
+    settings: Settings,
+):
+    fill(settings, [Entity("Diary", "document", tuple(f"entry {index}" for index in range(MOST_FACTS + 30)))])
+    async with explorer_client(settings) as client:
+        diary = await ok(client.get("/api/entity", params={"name": "Diary"}))
+    assert len(diary["facts"]) == MOST_FACTS and diary["factsTotal"] == MOST_FACTS + 30
+    assert diary["facts"][0]["text"] == "entry 0"
+    assert diary["history"] == [] and diary["historyTotal"] == 0

@@ -24,6 +24,8 @@ from graphmem.storage.base import EntitySummary
 
 __all__ = [
     "HUBS",
+    "MOST_FACTS",
+    "MOST_HISTORY",
     "MOST_PAGE",
     "MOST_SEARCH",
     "PATH_DEPTH",
@@ -48,6 +50,10 @@ MOST_SEARCH = 50
 """The most results one search answers with."""
 PATH_DEPTH = 6
 """The longest path looked for, in hops."""
+MOST_FACTS = 200
+"""The current facts one entity's answer holds (the first ones); the rest are counted."""
+MOST_HISTORY = 50
+"""The earlier versions one entity's answer holds (the newest); the rest are counted."""
 
 
 def _card(summary: EntitySummary) -> dict[str, Any]:
@@ -194,7 +200,7 @@ def entity_detail(graph: KnowledgeGraph, name: str) -> dict[str, Any]:
         value = extra.get(key)
         return value if isinstance(value, str) else None
 
-    history = [_fact(record) for record in reversed(history_of(entity))]
+    records, history = records_of(entity), history_of(entity)
     return {
         "name": entity.name,
         "type": entity.entity_type,
@@ -204,8 +210,10 @@ def entity_detail(graph: KnowledgeGraph, name: str) -> dict[str, Any]:
         "createdBy": text("createdBy"),
         "updatedBy": text("updatedBy"),
         "degree": degree,
-        "facts": [_fact(record) for record in records_of(entity)],
-        "history": history,
+        "facts": [_fact(record) for record in records[:MOST_FACTS]],
+        "factsTotal": len(records),
+        "history": [_fact(record) for record in reversed(history[-MOST_HISTORY:])],
+        "historyTotal": len(history),
         "relations": {"outgoing": outgoing, "incoming": incoming},
     }
 

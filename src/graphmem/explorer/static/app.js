@@ -195,12 +195,16 @@ function coveredByLegend() {
 
 // ---- what the user draws -----------------------------------------------------------------
 
+/**
+ * Forget the groups the graph put away to stay under its cap; returns what to tell the user
+ * ("" when nothing went), for the caller to say with its own news, which would otherwise hide it.
+ */
 function dropped(keys) {
-  if (!keys.length) return;
+  if (!keys.length) return "";
   const names = keys.map((key) => key.slice(2));
   explorer.state.expand = explorer.state.expand.filter((name) => !keys.includes("n:" + name));
   explorer.state.types = explorer.state.types.filter((type) => !keys.includes("t:" + type));
-  say(`To keep at most ${MAX_NODES} entities drawn, the oldest expansions were removed: ${names.join(", ")}.`);
+  return `To keep at most ${MAX_NODES} entities drawn, the oldest expansions were removed: ${names.join(", ")}.`;
 }
 
 function protectedNames() {
@@ -212,7 +216,8 @@ async function loadType(type, offset = 0, { layout = true } = {}) {
   const known = explorer.overview && explorer.overview.entityTypes.find((t) => t.type === type);
   explorer.graph.addTypeClusters([known || { type, count: page.total }]);
   const more = { count: page.total - page.offset - page.entities.length, offset: page.offset + page.entities.length };
-  dropped(explorer.graph.addGroup("t:" + type, page.entities, page.relations, { memberOf: { type }, more, keep: protectedNames() }));
+  const note = dropped(explorer.graph.addGroup("t:" + type, page.entities, page.relations, { memberOf: { type }, more, keep: protectedNames() }));
+  if (note) say(note);
   if (!explorer.state.types.includes(type)) explorer.state.types.push(type);
   saveState();
   if (layout) explorer.graph.layout({ incremental: true });
@@ -223,7 +228,8 @@ async function loadType(type, offset = 0, { layout = true } = {}) {
 async function ensureDrawn(name, entity = null) {
   if (explorer.graph.hasEntity(name)) return true;
   const found = entity || (await get("entity", { name }));
-  dropped(explorer.graph.addGroup("f:" + found.name, [{ name: found.name, type: found.type, degree: found.degree }], [], { keep: protectedNames() }));
+  const note = dropped(explorer.graph.addGroup("f:" + found.name, [{ name: found.name, type: found.type, degree: found.degree }], [], { keep: protectedNames() }));
+  if (note) say(note);
   return true;
 }
 
@@ -231,7 +237,7 @@ async function expand(name, offset = 0, { layout = true } = {}) {
   await ensureDrawn(name);
   const page = await get("neighbours", { name, offset, limit: PAGE });
   const more = { count: page.total - page.offset - page.neighbours.length, offset: page.offset + page.neighbours.length };
-  dropped(explorer.graph.addGroup("n:" + name, page.neighbours, page.relations, { memberOf: { name }, more, keep: protectedNames() }));
+  const note = dropped(explorer.graph.addGroup("n:" + name, page.neighbours, page.relations, { memberOf: { name }, more, keep: protectedNames() }));
   if (!explorer.state.expand.includes(name)) explorer.state.expand.push(name);
   saveState();
   if (layout) {
@@ -239,7 +245,7 @@ async function expand(name, offset = 0, { layout = true } = {}) {
     explorer.graph.fitAround(name);
   }
   renderLegend();
-  say(`${name}: ${page.total.toLocaleString("en")} neighbour${page.total === 1 ? "" : "s"}${more.count > 0 ? `, ${more.count.toLocaleString("en")} more not drawn` : ""}.`);
+  say(`${name}: ${page.total.toLocaleString("en")} neighbour${page.total === 1 ? "" : "s"}${more.count > 0 ? `, ${more.count.toLocaleString("en")} more not drawn` : ""}.${note ? " " + note : ""}`);
 }
 
 // ---- the panel ---------------------------------------------------------------------------
@@ -323,14 +329,15 @@ async function setPathEnd(end, name) {
 
 async function findPath(from, to, { layout = true } = {}) {
   const result = await get("path", { from, to });
+  let note = "";
   if (result.found) {
-    dropped(explorer.graph.addGroup("p:" + from + "→" + to, result.entities, result.relations, { keep: protectedNames() }));
+    note = dropped(explorer.graph.addGroup("p:" + from + "→" + to, result.entities, result.relations, { keep: protectedNames() }));
     explorer.graph.markPath(result.entities, result.relations);
     if (layout) explorer.graph.layout({ incremental: true });
   }
   showPanel(`Path from ${from} to ${to}`);
   renderPath($("panel-body"), result, from, to, panelActions);
-  say(result.found ? `Path found: ${result.entities.length - 1} hops.` : `No path joins ${from} and ${to}.`);
+  say((result.found ? `Path found: ${result.entities.length - 1} hops.` : `No path joins ${from} and ${to}.`) + (note ? " " + note : ""));
 }
 
 // ---- edits -------------------------------------------------------------------------------

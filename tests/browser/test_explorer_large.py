@@ -110,8 +110,8 @@ async def test_an_overview_of_31_types_is_readable_at_its_first_fit_and_clear_of
     async with open_page(browser, DESKTOP) as page:
         await open_explorer(page, many_types, TOKEN)
         drawn = await drawing(page)
-        # 12px labels at 10px or more on screen.
-        assert drawn["zoom"] * 12 >= 10, drawn["zoom"]
+        # 13px entity labels (13px bold clusters) at 10px or more on screen.
+        assert drawn["zoom"] * 13 >= 10, drawn["zoom"]
         assert 0 < len(drawn["clusters"]) <= 12
         for cluster in drawn["clusters"]:
             assert cluster["drawn"] >= cluster["needed"] - 1, cluster

@@ -454,7 +454,9 @@ $("share-button").addEventListener("click", async () => {
     say("Link to this view: " + link);
   }
 });
-window.addEventListener("resize", () => explorer.graph.cy.resize());
+// Whatever moves or resizes the graph (the window, the panel, a message in the status strip, which
+// takes no room when empty): Cytoscape must hear of it, or it maps clicks to where nodes were.
+new ResizeObserver(() => explorer.graph.cy.resize()).observe($("graph"));
 
 tracked(async () => {
   try {

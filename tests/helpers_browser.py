@@ -199,9 +199,14 @@ def team_memory_lines() -> list[dict[str, Any]]:
 
 async def team_memory(folder: Path) -> Path:
     """A SQLite memory holding the team, made by `graphmem import` of a JSONL file."""
-    source = folder / "team.jsonl"
-    source.write_text("".join(json.dumps(line) + "\n" for line in team_memory_lines()), encoding="utf-8")
-    memory = folder / "team.db"
+    return await imported_memory(folder, "team", team_memory_lines())
+
+
+async def imported_memory(folder: Path, name: str, lines: list[dict[str, Any]]) -> Path:
+    """A SQLite memory `folder/NAME.db` made by `graphmem import` of the official JSONL `lines`."""
+    source = folder / f"{name}.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    memory = folder / f"{name}.db"
     await anyio.run_process(
         [sys.executable, "-m", "graphmem", "import", "--no-semantic", str(source)],
         env=server_env(memory),

@@ -8,9 +8,20 @@ import { Graph, MAX_NODES, knownTypes, typeColour } from "./js/graph.js";
 import { renderEntity, renderNewEntity, renderPath } from "./js/panel.js";
 import { Search } from "./js/search.js";
 import { parseState, shareLink, writeState } from "./js/state.js";
+import { timed } from "./js/timing.js";
+
+performance.mark("graphmem: script started");
 
 const $ = (id) => document.getElementById(id);
 const PAGE = 25;
+/**
+ * The overview draws the commonest types as clusters, no more: 30 clusters and their hubs only
+ * fit on a screen at a zoom too small to read. The others stay in the legend; a click draws one.
+ */
+const PHONE = window.matchMedia("(max-width: 700px)");
+const OVERVIEW_CLUSTERS = PHONE.matches ? 6 : 12;
+/** The most connected entities drawn per cluster in the overview (the overview answers up to 40). */
+const OVERVIEW_HUBS_PER_TYPE = PHONE.matches ? 2 : 4;
 
 const explorer = {
   busy: 0, // requests and layouts in flight: tests wait for 0
@@ -94,17 +105,28 @@ function showCounts(counts) {
 }
 
 function renderLegend() {
-  const counts = new Map((explorer.overview ? explorer.overview.entityTypes : []).map((t) => [t.type, t.count]));
+  const overview = explorer.overview;
+  const counts = new Map((overview ? overview.entityTypes : []).map((t) => [t.type, t.count]));
   const items = knownTypes().map((type) => {
     const shown = !explorer.state.hideTypes.includes(type);
     const swatch = el("span", { class: "swatch", "aria-hidden": "true" });
     swatch.style.backgroundColor = typeColour(type);
     const count = counts.has(type) ? el("span", { class: "legend-count" }, counts.get(type).toLocaleString("en")) : null;
-    const button = el("button", { type: "button", class: "legend-item", "aria-pressed": String(shown), title: shown ? `Hide ${type}` : `Show ${type}` }, swatch, el("span", { class: "legend-name" }, type), count);
+    const name = el("span", { class: "legend-name" }, type);
+    // A common type not drawn yet: the click draws its cluster and its most connected entities.
+    if (counts.has(type) && !explorer.graph.hasType(type) && !explorer.graph.hasEntityOfType(type)) {
+      const button = el("button", { type: "button", class: "legend-item not-drawn", title: `Draw ${type}` }, swatch, name, count);
+      button.addEventListener("click", () => run(() => loadType(type)));
+      return el("li", {}, button);
+    }
+    const button = el("button", { type: "button", class: "legend-item", "aria-pressed": String(shown), title: shown ? `Hide ${type}` : `Show ${type}` }, swatch, name, count);
     button.addEventListener("click", () => toggle("hideTypes", type));
     return el("li", {}, button);
   });
   $("legend").replaceChildren(...items);
+  const more = overview ? overview.moreEntityTypes : 0;
+  $("legend-more").textContent = more ? `and ${more.toLocaleString("en")} rarer type${more === 1 ? "" : "s"} (search finds them)` : "";
+  $("legend-toggle").textContent = `Entity types (${(items.length + more).toLocaleString("en")})`;
   const relationTypes = explorer.overview ? explorer.overview.relationTypes : [];
   $("relation-list").replaceChildren(
     ...relationTypes.map(({ type, count }) => {
@@ -125,24 +147,64 @@ function toggle(key, value) {
 }
 
 async function loadOverview() {
-  const overview = await get("overview");
+  const overview = await timed("overview fetched", () => get("overview"));
   explorer.overview = overview;
   explorer.graph.clear();
   for (const { type } of overview.entityTypes) typeColour(type); // the palette in order of size
-  explorer.graph.addTypeClusters(overview.entityTypes);
-  explorer.graph.addGroup("overview", overview.hubs, overview.relations, { permanent: true });
-  explorer.graph.joinToClusters(overview.hubs);
+  const clusters = overview.entityTypes.slice(0, OVERVIEW_CLUSTERS);
+  const drawn = new Set(clusters.map(({ type }) => type));
+  const perType = new Map();
+  const hubs = overview.hubs.filter((hub) => {
+    const taken = perType.get(hub.type) || 0;
+    perType.set(hub.type, taken + 1);
+    return drawn.has(hub.type) && taken < OVERVIEW_HUBS_PER_TYPE;
+  });
+  // One batch: Cytoscape restyles once, not once per element.
+  timed("overview added", () =>
+    explorer.graph.cy.batch(() => {
+      explorer.graph.addTypeClusters(clusters);
+      explorer.graph.addGroup("overview", hubs, overview.relations, { permanent: true });
+      explorer.graph.joinToClusters(hubs);
+    }),
+  );
   renderLegend();
+}
+
+// ---- the legend: a disclosure, closed at a phone's width where it would cover the graph ----
+
+function showLegend(open) {
+  $("legend-toggle").setAttribute("aria-expanded", String(open));
+  $("legend-body").hidden = !open;
+}
+
+$("legend-toggle").addEventListener("click", () => {
+  showLegend($("legend-toggle").getAttribute("aria-expanded") !== "true");
+  explorer.graph.fit();
+});
+showLegend(!PHONE.matches);
+
+/** What of the graph the legend covers: a strip on its left or its top, whichever is smaller. */
+function coveredByLegend() {
+  const legend = $("legend-box").getBoundingClientRect();
+  const area = $("graph").getBoundingClientRect();
+  const left = legend.right - area.left;
+  const top = legend.bottom - area.top;
+  if (left <= 0 || top <= 0) return {};
+  return left * area.height <= top * area.width ? { left } : { top };
 }
 
 // ---- what the user draws -----------------------------------------------------------------
 
+/**
+ * Forget the groups the graph put away to stay under its cap; returns what to tell the user
+ * ("" when nothing went), for the caller to say with its own news, which would otherwise hide it.
+ */
 function dropped(keys) {
-  if (!keys.length) return;
+  if (!keys.length) return "";
   const names = keys.map((key) => key.slice(2));
   explorer.state.expand = explorer.state.expand.filter((name) => !keys.includes("n:" + name));
   explorer.state.types = explorer.state.types.filter((type) => !keys.includes("t:" + type));
-  say(`To keep at most ${MAX_NODES} entities drawn, the oldest expansions were removed: ${names.join(", ")}.`);
+  return `To keep at most ${MAX_NODES} entities drawn, the oldest expansions were removed: ${names.join(", ")}.`;
 }
 
 function protectedNames() {
@@ -151,18 +213,23 @@ function protectedNames() {
 
 async function loadType(type, offset = 0, { layout = true } = {}) {
   const page = await get("entities", { type, offset, limit: PAGE });
+  const known = explorer.overview && explorer.overview.entityTypes.find((t) => t.type === type);
+  explorer.graph.addTypeClusters([known || { type, count: page.total }]);
   const more = { count: page.total - page.offset - page.entities.length, offset: page.offset + page.entities.length };
-  dropped(explorer.graph.addGroup("t:" + type, page.entities, page.relations, { memberOf: { type }, more, keep: protectedNames() }));
+  const note = dropped(explorer.graph.addGroup("t:" + type, page.entities, page.relations, { memberOf: { type }, more, keep: protectedNames() }));
+  if (note) say(note);
   if (!explorer.state.types.includes(type)) explorer.state.types.push(type);
   saveState();
   if (layout) explorer.graph.layout({ incremental: true });
+  renderLegend();
 }
 
 /** Make sure `name` is drawn (as its own small group); returns its entity card or null. */
 async function ensureDrawn(name, entity = null) {
   if (explorer.graph.hasEntity(name)) return true;
   const found = entity || (await get("entity", { name }));
-  dropped(explorer.graph.addGroup("f:" + found.name, [{ name: found.name, type: found.type, degree: found.degree }], [], { keep: protectedNames() }));
+  const note = dropped(explorer.graph.addGroup("f:" + found.name, [{ name: found.name, type: found.type, degree: found.degree }], [], { keep: protectedNames() }));
+  if (note) say(note);
   return true;
 }
 
@@ -170,11 +237,15 @@ async function expand(name, offset = 0, { layout = true } = {}) {
   await ensureDrawn(name);
   const page = await get("neighbours", { name, offset, limit: PAGE });
   const more = { count: page.total - page.offset - page.neighbours.length, offset: page.offset + page.neighbours.length };
-  dropped(explorer.graph.addGroup("n:" + name, page.neighbours, page.relations, { memberOf: { name }, more, keep: protectedNames() }));
+  const note = dropped(explorer.graph.addGroup("n:" + name, page.neighbours, page.relations, { memberOf: { name }, more, keep: protectedNames() }));
   if (!explorer.state.expand.includes(name)) explorer.state.expand.push(name);
   saveState();
-  if (layout) explorer.graph.layout({ incremental: true });
-  say(`${name}: ${page.total.toLocaleString("en")} neighbour${page.total === 1 ? "" : "s"}${more.count > 0 ? `, ${more.count.toLocaleString("en")} more not drawn` : ""}.`);
+  if (layout) {
+    explorer.graph.layout({ incremental: true });
+    explorer.graph.fitAround(name);
+  }
+  renderLegend();
+  say(`${name}: ${page.total.toLocaleString("en")} neighbour${page.total === 1 ? "" : "s"}${more.count > 0 ? `, ${more.count.toLocaleString("en")} more not drawn` : ""}.${note ? " " + note : ""}`);
 }
 
 // ---- the panel ---------------------------------------------------------------------------
@@ -258,14 +329,15 @@ async function setPathEnd(end, name) {
 
 async function findPath(from, to, { layout = true } = {}) {
   const result = await get("path", { from, to });
+  let note = "";
   if (result.found) {
-    dropped(explorer.graph.addGroup("p:" + from + "→" + to, result.entities, result.relations, { keep: protectedNames() }));
+    note = dropped(explorer.graph.addGroup("p:" + from + "→" + to, result.entities, result.relations, { keep: protectedNames() }));
     explorer.graph.markPath(result.entities, result.relations);
     if (layout) explorer.graph.layout({ incremental: true });
   }
   showPanel(`Path from ${from} to ${to}`);
   renderPath($("panel-body"), result, from, to, panelActions);
-  say(result.found ? `Path found: ${result.entities.length - 1} hops.` : `No path joins ${from} and ${to}.`);
+  say((result.found ? `Path found: ${result.entities.length - 1} hops.` : `No path joins ${from} and ${to}.`) + (note ? " " + note : ""));
 }
 
 // ---- edits -------------------------------------------------------------------------------
@@ -296,10 +368,16 @@ async function edit(action, body) {
 // ---- start -------------------------------------------------------------------------------
 
 async function start() {
-  explorer.session = explorer.session || (await get("session"));
+  // Cytoscape draws on the next animation frame: marked when the overview is first on screen.
+  explorer.graph.cy.one("render", () => performance.mark("graphmem: drawn"));
+  // Both at once: each is a round trip to a server that may be busy.
+  const [session] = await Promise.all([
+    explorer.session || timed("session fetched", () => get("session")),
+    loadOverview(),
+  ]);
+  explorer.session = session;
   showCounts(explorer.session.counts);
   $("new-entity-button").hidden = !explorer.session.canWrite;
-  await loadOverview();
   const state = explorer.state;
   const restoring = { types: [...state.types], expand: [...state.expand], from: state.from, to: state.to, focus: state.focus, q: state.q };
   explorer.graph.setFilters(state.hideTypes, state.hideRels);
@@ -316,7 +394,7 @@ async function start() {
   showActivity();
 }
 
-explorer.graph = new Graph($("graph"));
+explorer.graph = new Graph($("graph"), coveredByLegend);
 const search = new Search({
   input: $("search-input"),
   list: $("search-results"),
@@ -376,7 +454,9 @@ $("share-button").addEventListener("click", async () => {
     say("Link to this view: " + link);
   }
 });
-window.addEventListener("resize", () => explorer.graph.cy.resize());
+// Whatever moves or resizes the graph (the window, the panel, a message in the status strip, which
+// takes no room when empty): Cytoscape must hear of it, or it maps clicks to where nodes were.
+new ResizeObserver(() => explorer.graph.cy.resize()).observe($("graph"));
 
 tracked(async () => {
   try {

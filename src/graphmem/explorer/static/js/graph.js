@@ -7,6 +7,8 @@
 
 /* global cytoscape */
 
+import { timed } from "./timing.js";
+
 export const MAX_NODES = 400;
 
 // Paul Tol's "bright" and Okabe-Ito colours: told apart with the common colour-vision deficiencies.
@@ -16,17 +18,18 @@ const PALETTE = [
 ];
 const colours = new Map();
 
-/** The colour of an entity type: the palette in order of first sight, then a hue from the name. */
+/** The colour of an entity type: the palette in order of first sight, then spread hues. */
 export function typeColour(type) {
   let colour = colours.get(type);
   if (colour) return colour;
-  if (colours.size < PALETTE.length) {
-    colour = PALETTE[colours.size];
+  const index = colours.size;
+  if (index < PALETTE.length) {
+    colour = PALETTE[index];
   } else {
-    let hash = 0;
-    for (const char of type) hash = (hash * 31 + char.codePointAt(0)) >>> 0;
-    // Odd steps of the golden angle keep hashed hues away from each other.
-    colour = `hsl(${(hash * 137.508) % 360}, 55%, 45%)`;
+    // Past the palette, steps of the golden angle by order of sight (a hash of the name put six
+    // of 30 types in one magenta), and three lightnesses in turn so that near hues still differ.
+    const step = index - PALETTE.length;
+    colour = `hsl(${Math.round((20 + step * 137.508) % 360)}, ${[60, 45, 70][step % 3]}%, ${[40, 58, 30][step % 3]}%)`;
   }
   colours.set(type, colour);
   return colour;
@@ -58,7 +61,8 @@ const STYLE = [
     style: {
       label: "data(label)",
       "font-family": "system-ui, sans-serif",
-      "font-size": 12,
+      // 13, not 12: the overview of a big memory is fitted at about 0.8, and labels stay at 10px.
+      "font-size": 13,
       color: "#1d2433",
       "text-valign": "bottom",
       "text-margin-y": 4,
@@ -86,6 +90,9 @@ const STYLE = [
       "text-valign": "center",
       "text-margin-y": 0,
       "text-outline-width": 0,
+      // Its type and count are the whole point: never cut (the box is measured to hold them).
+      "text-wrap": "none",
+      "text-max-width": "1000px",
       color: "#1d2433",
       width: "data(width)",
       height: "data(height)",
@@ -135,7 +142,9 @@ const STYLE = [
 
 /** The drawing and what it holds. */
 export class Graph {
-  constructor(container) {
+  /** `covered()` says what of the container is under other things ({left, top, right, bottom} px). */
+  constructor(container, covered = () => ({})) {
+    this.covered = covered;
     this.cy = cytoscape({
       container,
       style: STYLE,
@@ -148,6 +157,11 @@ export class Graph {
     this.hiddenRelations = new Set();
     this.cy.on("mouseover", "edge", (event) => event.target.addClass("hover"));
     this.cy.on("mouseout", "edge", (event) => event.target.removeClass("hover"));
+    // A long name is cut on the canvas: pointing at it shows it whole (the panel has it too).
+    this.cy.on("mouseover", "node.entity", (event) => {
+      container.title = event.target.data("name");
+    });
+    this.cy.on("mouseout", "node", () => container.removeAttribute("title"));
   }
 
   clear() {
@@ -157,6 +171,14 @@ export class Graph {
 
   entityCount() {
     return this.cy.nodes(".entity").length;
+  }
+
+  hasType(type) {
+    return this.cy.getElementById(typeId(type)).nonempty();
+  }
+
+  hasEntityOfType(type) {
+    return this.cy.nodes(".entity").some((node) => node.data("type") === type);
   }
 
   hasEntity(name) {
@@ -339,11 +361,17 @@ export class Graph {
     for (const relation of relations) this.cy.getElementById(relationId(relation)).addClass("path");
   }
 
+  /** Fit the view to `name` and its drawn neighbours: what was just expanded, big enough to read. */
+  fitAround(name) {
+    const node = this.entityNode(name);
+    if (node.nonempty()) this.fit(40, 0, node.closedNeighborhood(":visible"));
+  }
+
   /** Lay everything out with fCoSE, keep labels apart, and fit the view. */
   layout({ incremental = false } = {}) {
     const visible = this.cy.elements(":visible");
     if (visible.empty()) return;
-    visible
+    timed("layout", () => visible
       .layout({
         name: "fcose",
         quality: incremental ? "proof" : "default",
@@ -351,13 +379,13 @@ export class Graph {
         animate: false,
         fit: false,
         nodeDimensionsIncludeLabels: true,
-        nodeSeparation: 90,
-        idealEdgeLength: (edge) => (edge.hasClass("member") ? 70 : 110),
-        nodeRepulsion: () => 9000,
+        nodeSeparation: 60,
+        idealEdgeLength: (edge) => (edge.hasClass("member") ? 50 : 80),
+        nodeRepulsion: () => 4500,
         packComponents: true,
       })
-      .run();
-    separateLabels(this.cy);
+      .run());
+    timed("labels apart", () => separateLabels(this.cy));
     this.fit();
   }
 
@@ -369,13 +397,33 @@ export class Graph {
     if (coveredBottom > 0) this.cy.panBy({ x: 0, y: -coveredBottom / 2 });
   }
 
-  fit() {
-    this.cy.fit(this.cy.elements(":visible"), 30);
-    // A handful of nodes would otherwise be blown up to fill the screen.
-    if (this.cy.zoom() > 1.4) {
-      this.cy.zoom({ level: 1.4, renderedPosition: { x: this.cy.width() / 2, y: this.cy.height() / 2 } });
-      this.cy.center(this.cy.elements(":visible"));
+  /**
+   * Fit what is drawn into the part of the view that nothing covers (the legend). Where that
+   * would make labels unreadable (a phone), zoom no further out than `readable` and centre on
+   * the biggest cluster instead: the rest is a pan away.
+   */
+  fit(padding = 24, readable = 0.75, only = null) {
+    const visible = only || this.cy.elements(":visible");
+    if (visible.empty()) return;
+    const { left = 0, top = 0, right = 0, bottom = 0 } = this.covered();
+    const box = visible.boundingBox();
+    const width = Math.max(50, this.cy.width() - left - right - 2 * padding);
+    const height = Math.max(50, this.cy.height() - top - bottom - 2 * padding);
+    // At most 1.4: a handful of nodes would otherwise be blown up to fill the screen.
+    const zoom = Math.max(this.cy.minZoom(), Math.min(1.4, width / Math.max(1, box.w), height / Math.max(1, box.h)));
+    const biggest = this.cy.nodes(".type-cluster:visible").max((node) => node.data("count")).ele;
+    if (zoom < readable && biggest && this.cy.width() < 700 && !only) {
+      const at = biggest.position();
+      this.cy.viewport({ zoom: readable, pan: { x: left + padding + width / 2 - readable * at.x, y: top + padding + height / 2 - readable * at.y } });
+      return;
     }
+    this.cy.viewport({
+      zoom,
+      pan: {
+        x: left + padding + width / 2 - zoom * (box.x1 + box.w / 2),
+        y: top + padding + height / 2 - zoom * (box.y1 + box.h / 2),
+      },
+    });
   }
 }
 

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from playwright.async_api import Browser, Page, async_playwright
 
-from tests.helpers_network import NetworkServer
+from tests.helpers_network import NetworkServer, network_server
 from tests.helpers_stdio import server_env
 
 PHONE = {"width": 390, "height": 844}
@@ -200,6 +200,21 @@ def team_memory_lines() -> list[dict[str, Any]]:
 async def team_memory(folder: Path) -> Path:
     """A SQLite memory holding the team, made by `graphmem import` of a JSONL file."""
     return await imported_memory(folder, "team", team_memory_lines())
+
+
+WRITER = "writer-token-0123456789abcdef"
+READER = "reader-token-0123456789abcdef"
+
+
+@asynccontextmanager
+async def team_server(folder: Path) -> AsyncIterator[NetworkServer]:
+    """`graphmem serve --http` on a new team memory in `folder`: `ada` (WRITER) may write, `rita` (READER) read."""
+    tokens = folder / "tokens"
+    tokens.write_text(f"ada {WRITER} write\nrita {READER} read\n", encoding="utf-8")
+    tokens.chmod(0o600)
+    memory = await team_memory(folder)
+    async with network_server(memory, "--http", "--no-semantic", "--tokens-file", str(tokens)) as server:
+        yield server
 
 
 async def imported_memory(folder: Path, name: str, lines: list[dict[str, Any]]) -> Path:

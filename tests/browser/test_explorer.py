@@ -23,32 +23,27 @@ from tests.helpers_browser import (
     CHAT,
     DESKTOP,
     PHONE,
+    READER,
+    WRITER,
     click_node,
     mcp_session,
     open_entity_by_search,
     open_explorer,
     open_page,
     settled,
-    team_memory,
+    team_server,
 )
-from tests.helpers_network import NetworkServer, network_server
+from tests.helpers_network import NetworkServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.browser]
 
-WRITER = "writer-token-0123456789abcdef"
-READER = "reader-token-0123456789abcdef"
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 
 @pytest.fixture(scope="module")
 async def team(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[NetworkServer]:
     """One server on the team's memory for this module: `ada` may write, `rita` may only read."""
-    folder = tmp_path_factory.mktemp("team")
-    tokens = folder / "tokens"
-    tokens.write_text(f"ada {WRITER} write\nrita {READER} read\n", encoding="utf-8")
-    tokens.chmod(0o600)
-    memory = await team_memory(folder)
-    async with network_server(memory, "--http", "--no-semantic", "--tokens-file", str(tokens)) as server:
+    async with team_server(tmp_path_factory.mktemp("team")) as server:
         yield server
 
 

@@ -5,27 +5,30 @@ change an entity itself (rename, merge, a deleted fact), in Debian's chromium ag
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from tests.helpers_browser import mcp_session, open_entity_by_search, open_explorer, open_page, settled, team_memory
+from tests.helpers_browser import (
+    WRITER,
+    imported_memory,
+    mcp_session,
+    open_entity_by_search,
+    open_explorer,
+    open_page,
+    settled,
+    team_server,
+)
 from tests.helpers_network import NetworkServer, network_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.browser]
-
-WRITER = "writer-token-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
 async def team(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[NetworkServer]:
     """A server of its own on the team's memory (these tests change entities the others read)."""
-    folder = tmp_path_factory.mktemp("team")
-    tokens = folder / "tokens"
-    tokens.write_text(f"ada {WRITER} write\n", encoding="utf-8")
-    tokens.chmod(0o600)
-    memory = await team_memory(folder)
-    async with network_server(memory, "--http", "--no-semantic", "--tokens-file", str(tokens)) as server:
+    async with team_server(tmp_path_factory.mktemp("team")) as server:
         yield server
 
 
@@ -110,3 +113,18 @@ async def test_deleting_a_fact_asks_first_and_a_cancel_keeps_it(browser: Browser
         gone = await agent.call_tool("open_nodes", {"names": ["Lisbon"]})
     assert kept.structured_content["entities"][0]["observations"] == ["An office in Lisbon"]  # type: ignore[index]
     assert gone.structured_content["entities"][0]["observations"] == []  # type: ignore[index]
+
+
+async def test_an_entity_with_very_many_facts_shows_the_first_ones_and_says_how_many_there_are(
+    browser: Browser, tmp_path: Path
+):
+    diary = {"type": "entity", "name": "Diary", "entityType": "document"}
+    diary["observations"] = [f"entry {index}" for index in range(260)]
+    memory = await imported_memory(tmp_path, "diary", [diary])
+    async with network_server(memory, "--http", "--no-semantic") as server, open_page(browser) as page:
+        await open_explorer(page, server)
+        await open_entity_by_search(page, "Diary", "Diary")
+        panel = page.get_by_role("complementary", name="Diary")
+        await expect(panel.get_by_role("heading", name="Facts (260)")).to_be_visible()
+        await expect(panel).to_contain_text("Showing the first 200 of 260 facts.")
+        assert await panel.get_by_role("list", name="Current facts").get_by_role("listitem").count() == 200

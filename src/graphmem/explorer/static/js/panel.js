@@ -87,8 +87,13 @@ export function renderEntity(body, entity, neighbours, canWrite, actions) {
     }
     facts.append(item);
   }
-  children.push(el("h3", {}, `Facts (${entity.facts.length})`));
+  const factsTotal = entity.factsTotal ?? entity.facts.length;
+  children.push(el("h3", {}, `Facts (${factsTotal.toLocaleString("en")})`));
   children.push(entity.facts.length ? facts : el("p", { class: "meta" }, "No facts yet."));
+  if (factsTotal > entity.facts.length) {
+    // The server sends the first facts of an entity with very many; an agent's get_entity pages through all.
+    children.push(el("p", { class: "meta" }, `Showing the first ${entity.facts.length} of ${factsTotal.toLocaleString("en")} facts.`));
+  }
   if (canWrite) {
     children.push(
       smallForm({ label: "Add a fact", button: "Add fact", multiline: true, submit: (text) => actions.edit("facts/add", { name, texts: [text] }) }),
@@ -101,7 +106,9 @@ export function renderEntity(body, entity, neighbours, canWrite, actions) {
       const note = fact.supersededBy ? "superseded" : fact.status || "archived";
       history.append(el("li", { class: "fact old" }, el("p", { class: "fact-text" }, fact.text), el("p", { class: "meta" }, [note, fact.author ? "by " + fact.author : "", shortTime(fact.createdAt)].filter(Boolean).join(" · "))));
     }
-    children.push(el("details", { class: "history-block" }, el("summary", {}, `History (${entity.history.length} earlier version${entity.history.length === 1 ? "" : "s"})`), history));
+    const historyTotal = entity.historyTotal ?? entity.history.length;
+    const shownNote = historyTotal > entity.history.length ? `, the newest ${entity.history.length} shown` : "";
+    children.push(el("details", { class: "history-block" }, el("summary", {}, `History (${historyTotal} earlier version${historyTotal === 1 ? "" : "s"}${shownNote})`), history));
   }
 
   // Relations: the first page of neighbours, each a link to open it.

@@ -380,7 +380,7 @@ class _Reads:
     def most_connected(self, entity_type: str | None, offset: int, limit: int) -> list[EntitySummary]:
         of_type = "" if entity_type is None else " WHERE e.entity_type = %(type)s"
         params = {"type": None if entity_type is None else escape(entity_type), "offset": offset, "limit": limit}
-        # The degrees are counted afresh: PostgreSQL keeps no table of them (see docs/teams.md).
+        # The degrees are counted afresh: PostgreSQL keeps no table of them (docs/performance.md, "The explorer").
         rows = self._rows(
             f'{_DEGREES} {_SUMMARY}{of_type} ORDER BY coalesce(d.degree, 0) DESC, e.name COLLATE "C" DESC'
             " LIMIT %(limit)s OFFSET %(offset)s",

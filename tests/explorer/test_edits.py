@@ -179,3 +179,66 @@ async def test_without_tokens_on_loopback_the_explorer_may_edit_and_records_no_a
         answer = await ok(local.post("/api/facts/add", json={"name": "Atlas", "texts": ["local note"]}))
     assert session["canWrite"] is True and session["who"] is None
     assert answer["entity"]["facts"][-1]["author"] is None
+
+
+NASTY_BODIES = [
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"name": "\\ud800", "texts": ["x"]}',
+    b'{"name": "Atlas\\u0000", "texts": ["\\udfff"]}',
+    b'{"name": 1e999, "texts": ["x"]}',
+    b'{"name": "Atlas", "texts": ["x"], "name": "Acme"}',
+    b"\xff\xfe\x00",
+    b'{"from": "Atlas", "to": "Atlas", "relationType": "' + b"r" * 200_000 + b'"}',
+    b"",
+]
+
+
+@pytest.mark.parametrize("body", NASTY_BODIES, ids=range(len(NASTY_BODIES)))
+@pytest.mark.parametrize("route", ["facts/add", "facts/edit", "relations/add", "entities/merge"])
+async def test_no_body_a_page_can_send_makes_the_server_fail_or_hang(settings: Settings, route: str, body: bytes):
+    a_team(settings)
+    before = stored(settings)
+    async with explorer_client(settings) as alice:
+        response = await alice.post(f"/api/{route}", content=body, headers={"content-type": "application/json"})
+        still = await alice.get("/api/session")
+    assert response.status_code < 500, response.text
+    assert "error" in response.json() or response.status_code == 200
+    assert still.status_code == 200
+    if response.status_code != 200:
+        assert stored(settings) == before
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        "/api/entity?name=%ED%A0%80",
+        "/api/entity?name=%00",
+        "/api/search?q=%ED%A0%80",
+        "/api/neighbours?name=Atlas&offset=99999999999999999999999",
+        "/api/neighbours?name=Atlas&offset=" + "9" * 5000,
+        "/api/entities?type=person&limit=-5",
+        "/api/path?from=Atlas&to=Atlas",
+        "/api/search?q=" + "%22" * 300,
+    ],
+)
+async def test_no_address_a_page_can_ask_for_makes_the_server_fail(settings: Settings, route: str):
+    a_team(settings)
+    async with explorer_client(settings) as alice:
+        response = await alice.get(route)
+    assert response.status_code < 500, response.text
+    assert isinstance(response.json(), dict)
+
+
+async def test_a_name_with_a_lone_surrogate_from_an_old_file_is_shown_not_a_crash(tmp_path):
+    # The official server wrote what JavaScript strings hold, lone surrogates included.
+    memory = tmp_path / "old.jsonl"
+    memory.write_text(
+        '{"type":"entity","name":"Odd \\ud800 name","entityType":"thing","observations":["half \\udc00 a pair"]}\n',
+        encoding="utf-8",
+    )
+    settings = Settings(memory_path=memory, semantic=False)
+    async with explorer_client(settings) as alice:
+        overview = await ok(alice.get("/api/overview"))
+        found = await ok(alice.get("/api/search", params={"q": "half"}))
+    assert overview["hubs"][0]["name"] == "Odd \ud800 name"
+    assert found["results"][0]["match"] == "half \udc00 a pair"

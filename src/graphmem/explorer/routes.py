@@ -97,12 +97,23 @@ def static_paths() -> frozenset[str]:
     return frozenset({"/", *(STATIC_PREFIX + name for name in _Files().files if name != "index.html")})
 
 
+class _Json(JSONResponse):
+    """JSON that survives any text a memory holds: a lone surrogate (which an old file may hold,
+    and UTF-8 cannot encode) is written as a JSON escape, which every browser reads."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers={**_SECURITY_HEADERS, **_NO_STORE})
+    return _Json({"error": message}, status_code=status, headers={**_SECURITY_HEADERS, **_NO_STORE})
 
 
 def _answer(body: Mapping[str, Any]) -> JSONResponse:
-    return JSONResponse(dict(body), headers={**_SECURITY_HEADERS, **_NO_STORE})
+    return _Json(dict(body), headers={**_SECURITY_HEADERS, **_NO_STORE})
 
 
 def _whole_number(request: Request, key: str, default: int) -> int:
@@ -139,6 +150,8 @@ async def _json_body(request: Request) -> Mapping[str, Any]:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         raise _BadRequest("The body is not valid JSON; send one JSON object.") from None
+    except RecursionError:
+        raise _BadRequest("The body nests too deeply; send one flat JSON object.") from None
     if not isinstance(parsed, dict):
         raise _BadRequest("The body must be one JSON object.")
     return parsed

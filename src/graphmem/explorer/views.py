@@ -98,9 +98,13 @@ def overview(graph: KnowledgeGraph) -> dict[str, Any]:
     }
 
 
+MOST_OFFSET = 1_000_000_000
+"""The largest offset a page may start at (past 2^63 a database cannot even take the number)."""
+
+
 def _check_page(offset: int, limit: int) -> None:
-    if offset < 0:
-        raise InvalidInputError("offset", f"is {offset}; give 0 or more.")
+    if not 0 <= offset <= MOST_OFFSET:
+        raise InvalidInputError("offset", f"is {offset}; give a number from 0 to {MOST_OFFSET:,}.")
     if not 1 <= limit <= MOST_PAGE:
         raise InvalidInputError("limit", f"is {limit}; give a number from 1 to {MOST_PAGE}.")
 

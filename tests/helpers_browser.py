@@ -28,6 +28,18 @@ from tests.helpers_stdio import server_env
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 800}
+LABEL_OVERLAPS = """() => {
+  const boxes = window.graphmemExplorer.cy.nodes(':visible')
+    .map(n => [n.data('label'), n.boundingBox({includeLabels: true})]);
+  const overlaps = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const [a, b] = [boxes[i][1], boxes[j][1]];
+    if (a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2) overlaps.push([boxes[i][0], boxes[j][0]]);
+  }
+  return overlaps;
+}"""
+"""The pairs of drawn nodes whose label boxes overlap (a Cytoscape script for `page.evaluate`)."""
+
 WAIT_MS = 15_000
 """The longest any page step may take (a layout of a few hundred nodes is well under a second)."""
 

@@ -22,6 +22,7 @@ from playwright.async_api import Browser, expect
 from tests.helpers_browser import (
     CHAT,
     DESKTOP,
+    LABEL_OVERLAPS,
     PHONE,
     READER,
     WRITER,
@@ -47,16 +48,6 @@ async def team(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Networ
         yield server
 
 
-LABEL_OVERLAPS = """() => {
-  const boxes = window.graphmemExplorer.cy.nodes(':visible')
-    .map(n => [n.data('label'), n.boundingBox({includeLabels: true})]);
-  const overlaps = [];
-  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
-    const [a, b] = [boxes[i][1], boxes[j][1]];
-    if (a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2) overlaps.push([boxes[i][0], boxes[j][0]]);
-  }
-  return overlaps;
-}"""
 TYPE_COLOURS = """() => {
   const colours = {};
   window.graphmemExplorer.cy.nodes('.entity:visible, .type-cluster:visible').forEach(n => {

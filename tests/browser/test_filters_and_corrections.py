@@ -11,6 +11,7 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 from tests.helpers_browser import (
+    LABEL_OVERLAPS,
     WRITER,
     imported_memory,
     mcp_session,
@@ -128,3 +129,12 @@ async def test_an_entity_with_very_many_facts_shows_the_first_ones_and_says_how_
         await expect(panel.get_by_role("heading", name="Facts (260)")).to_be_visible()
         await expect(panel).to_contain_text("Showing the first 200 of 260 facts.")
         assert await panel.get_by_role("list", name="Current facts").get_by_role("listitem").count() == 200
+
+
+async def test_an_entity_opened_from_search_is_drawn_clear_of_the_others_labels(browser: Browser, team: NetworkServer):
+    async with open_page(browser) as page:
+        await open_explorer(page, team, WRITER)
+        # The overview draws a few people per type; the others come in when opened.
+        for name in ("Dennis Ritchie", "Niklaus Wirth", "Annie Easley", "Jean Sammet"):
+            await open_entity_by_search(page, name.split()[1], name)
+            assert await page.evaluate(LABEL_OVERLAPS) == [], name

@@ -4,7 +4,7 @@
 
 import { ApiError, get, post, setToken, takeTokenFromAddress } from "./js/api.js";
 import { el } from "./js/dom.js";
-import { Graph, MAX_NODES, knownTypes, typeColour } from "./js/graph.js";
+import { Graph, MAX_NODES, knownTypes, separateLabels, typeColour } from "./js/graph.js";
 import { renderEntity, renderNewEntity, renderPath } from "./js/panel.js";
 import { Search } from "./js/search.js";
 import { parseState, shareLink, writeState } from "./js/state.js";
@@ -224,9 +224,9 @@ async function loadType(type, offset = 0, { layout = true } = {}) {
   renderLegend();
 }
 
-/** Make sure `name` is drawn (as its own small group); returns its entity card or null. */
+/** Make sure `name` is drawn (as its own small group); true when it had to be added. */
 async function ensureDrawn(name, entity = null) {
-  if (explorer.graph.hasEntity(name)) return true;
+  if (explorer.graph.hasEntity(name)) return false;
   const found = entity || (await get("entity", { name }));
   const note = dropped(explorer.graph.addGroup("f:" + found.name, [{ name: found.name, type: found.type, degree: found.degree }], [], { keep: protectedNames() }));
   if (note) say(note);
@@ -292,10 +292,12 @@ async function openEntity(name, { focusPanel = true } = {}) {
     }
     throw error;
   }
-  await ensureDrawn(entity.name, entity);
+  const added = await ensureDrawn(entity.name, entity);
   // The neighbours already drawn get their edges to it; nothing new is drawn until "Expand".
   explorer.graph.addRelations(neighbours.relations);
   explorer.graph.applyFilters();
+  // Placed beside what it belongs to, it may sit on another node's label: push them apart.
+  if (added) separateLabels(explorer.graph.cy);
   fillPanel(entity, neighbours);
   const node = explorer.graph.entityNode(entity.name);
   explorer.graph.cy.nodes(":selected").unselect();

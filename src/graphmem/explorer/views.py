@@ -1,6 +1,6 @@
 """What the explorer's reads answer: plain JSON-ready dicts from the graph, each bounded.
 
-Every function here is one read of the memory and runs where the store's calls run
+Every function here reads the memory and runs where the store's calls run
 (`AppState.run`). None of them reads more than a page: the overview is the same few
 index walks on a hundred entities or a million, and a neighbourhood is a page of one
 entity's relations however many it has. The shapes are the explorer's own (the page is
@@ -46,6 +46,8 @@ MOST_RELATIONS = 400
 """The most relations one answer draws between the entities it holds."""
 MOST_PAGE = 100
 """The largest page of entities or neighbours one answer holds."""
+MOST_OFFSET = 1_000_000_000
+"""The largest offset a page may start at (past 2^63 a database cannot even take the number)."""
 MOST_SEARCH = 50
 """The most results one search answers with."""
 PATH_DEPTH = 6
@@ -96,10 +98,6 @@ def overview(graph: KnowledgeGraph) -> dict[str, Any]:
         "hubs": [_card(hub) for hub in hubs],
         "relations": relations,
     }
-
-
-MOST_OFFSET = 1_000_000_000
-"""The largest offset a page may start at (past 2^63 a database cannot even take the number)."""
 
 
 def _check_page(offset: int, limit: int) -> None:

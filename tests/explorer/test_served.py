@@ -30,11 +30,12 @@ _VIEW_ANNOUNCE = re.compile(rb"at (http://\S+)")
 
 
 @asynccontextmanager
-async def viewing(memory: Path, *args: str) -> AsyncIterator[tuple[str, str]]:
-    """`graphmem view --no-browser` on `memory`: the page's root and the run's token."""
-    process = await anyio.open_process(
-        [sys.executable, "-m", "graphmem", "view", "--no-browser", *args], env=server_env(memory)
-    )
+async def viewing(
+    memory: Path, *args: str, env: dict[str, str] | None = None, browser: bool = False
+) -> AsyncIterator[tuple[str, str]]:
+    """`graphmem view` on `memory` (with `--no-browser` unless `browser`): the page's root and the run's token."""
+    command = [sys.executable, "-m", "graphmem", "view", *([] if browser else ["--no-browser"]), *args]
+    process = await anyio.open_process(command, env=server_env(memory) | (env or {}))
     assert process.stderr is not None
     said = b""
     try:
@@ -66,6 +67,23 @@ async def test_view_serves_the_memory_on_loopback_with_a_key_made_for_the_run(tm
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert refused.status_code == 401
     assert session.json()["canWrite"] is True
+
+
+async def test_view_opens_the_default_browser_at_the_page_with_the_key_in_the_fragment(tmp_path: Path):
+    # Python's webbrowser runs $BROWSER when it is set: a script here notes the address it is given.
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n', encoding="utf-8")
+    browser.chmod(0o755)
+    with anyio.fail_after(60):
+        async with viewing(tmp_path / "m.db", env={"BROWSER": f"{browser} %s"}, browser=True) as (root, token):
+            while not opened.exists() or not opened.read_text(encoding="utf-8"):
+                await anyio.sleep(0.05)
+            address = opened.read_text(encoding="utf-8")
+            async with httpx2.AsyncClient(base_url=root) as client:
+                page = await client.get(address.removeprefix(root).split("#")[0] or "/")
+    assert address == f"{root}/#token={token}"
+    assert page.status_code == 200
 
 
 async def test_view_read_only_offers_no_edits_and_refuses_them(tmp_path: Path):

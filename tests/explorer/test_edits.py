@@ -139,6 +139,10 @@ async def test_a_read_only_token_may_not_edit_and_is_told_to_ask_for_a_write_tok
         ("entities/merge", {"source": "Atlas", "target": "Atlas"}, 400, "Atlas"),
         ("entities/merge", {"source": "Nobody", "target": "Atlas"}, 404, "Nobody"),
         ("facts/add", [1, 2], 400, "one JSON object"),
+        ("facts/add", {"name": "Atlas", "texts": ["a map renderer"]}, 409, "nothing was added"),
+        ("facts/delete", {"name": "Atlas", "texts": ["not a fact of Atlas"]}, 404, "nothing was deleted"),
+        ("facts/delete", {"name": "Nobody", "texts": ["x"]}, 404, "Nobody"),
+        ("relations/delete", {"from": "Atlas", "to": "Acme", "relationType": "nope"}, 404, "nothing was deleted"),
     ],
 )
 async def test_a_bad_edit_changes_nothing_and_says_what_to_send(
@@ -151,6 +155,16 @@ async def test_a_bad_edit_changes_nothing_and_says_what_to_send(
     assert response.status_code == status, response.text
     assert words in response.json()["error"]
     assert stored(settings) == before
+
+
+async def test_deleting_two_facts_of_which_one_is_there_says_how_many_were_deleted(settings: Settings):
+    a_team(settings)
+    async with explorer_client(settings) as alice:
+        answer = await ok(
+            alice.post("/api/facts/delete", json={"name": "Ada Lovelace", "texts": ["prefers written reviews", "gone"]})
+        )
+    assert answer["message"] == "Deleted 1 of 2 facts; the rest were not there."
+    assert facts_of(stored(settings), "Ada Lovelace") == ["leads the Atlas project"]
 
 
 async def test_an_edit_that_is_not_json_or_too_large_is_refused_before_it_is_read(settings: Settings):

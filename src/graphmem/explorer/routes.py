@@ -29,13 +29,14 @@ from starlette.routing import BaseRoute, Route
 from graphmem._version import __version__
 from graphmem.core.errors import GraphmemError
 from graphmem.core.identity import Identity
+from graphmem.core.models import DeleteOutcome
 from graphmem.explorer import views
 from graphmem.explorer.edits import EDITS
 from graphmem.server import AppState
 from graphmem.server.access import identity_of
 from graphmem.server.resource_handlers import notify_updated
 from graphmem.server.tool_calls import Refusal, RefusalKind, refusal_kind, run_tool_call
-from graphmem.tools import ALL_TOOLS, ToolSpec
+from graphmem.tools import ALL_TOOLS, ToolOutput, ToolSpec
 
 __all__ = ["MAX_EDIT_BYTES", "STATIC_PREFIX", "explorer_routes", "static_paths"]
 
@@ -316,15 +317,11 @@ class Explorer:
             return _error(_STATUS[output.kind], output.message)
         if output.is_error:
             return _error(400, output.text)
+        skipped = _skipped(spec.name, output)
+        if skipped is not None:
+            return _error(*skipped)
         if output.changed:
             await notify_updated(state)
-        created = (output.structured or {}).get(
-            {"create_entities": "entities", "create_relations": "relations"}.get(spec.name, "")
-        )
-        if created == []:
-            # The official tools skip what exists already; a person asked for something new.
-            what = "That entity" if spec.name == "create_entities" else "That relation"
-            return _error(409, f"{what} exists already; nothing was added.")
         try:
             entity: Mapping[str, Any] | None = await self._run(state, views.entity_detail, shown)
         except GraphmemError:
@@ -332,7 +329,7 @@ class Explorer:
         # Notes in sentences (a relation to a name that is no entity yet, say) are worth showing;
         # some tools put their JSON answer there, which a person need not read.
         notes = [note for note in output.notes if not note.lstrip().startswith(("{", "["))]
-        return _answer({"message": _done(spec.name), "notes": notes, "entity": entity})
+        return _answer({"message": _done(spec.name, output.deleted), "notes": notes, "entity": entity})
 
 
 class _Unavailable(Exception):
@@ -343,7 +340,34 @@ def _status_of(error: GraphmemError) -> int:
     return _STATUS[refusal_kind(error)]
 
 
-def _done(tool: str) -> str:
+def _skipped(tool: str, output: ToolOutput) -> tuple[int, str] | None:
+    """The status and message for a call that did nothing, or None when it did what was asked.
+
+    The official tools skip quietly what exists already (a create) or is not there (a
+    delete), and say so only in words; a person who asked for something new, or to delete
+    what the page showed, must hear that nothing happened.
+    """
+    structured = output.structured or {}
+    if tool in ("create_entities", "create_relations"):
+        if structured.get("entities" if tool == "create_entities" else "relations") == []:
+            what = "That entity" if tool == "create_entities" else "That relation"
+            return 409, f"{what} exists already; nothing was added."
+    elif tool == "add_observations":
+        results = structured.get("results") or []
+        if results and not any(result.get("addedObservations") for result in results):
+            return 409, "The entity has that fact already; nothing was added."
+    elif output.deleted is not None and output.deleted.deleted == 0:
+        if output.deleted.missing_entities:
+            return 404, f"No entity is named {', '.join(output.deleted.missing_entities)}; nothing was deleted."
+        what = "That fact is" if tool == "delete_observations" else "That relation is"
+        return 404, f"{what} not there (deleted already?); nothing was deleted. Reopen the entity to see it as it is."
+    return None
+
+
+def _done(tool: str, deleted: DeleteOutcome | None) -> str:
+    if deleted is not None and deleted.deleted < deleted.requested:
+        noun = "facts" if tool == "delete_observations" else "relations"
+        return f"Deleted {deleted.deleted} of {deleted.requested} {noun}; the rest were not there."
     return {
         "add_observations": "Saved.",
         "delete_observations": "Fact deleted.",

@@ -17,7 +17,7 @@ import mcp_types as types
 import orjson
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from graphmem.core.models import Entity
+from graphmem.core.models import DeleteOutcome, Entity
 from graphmem.domain.graph import KnowledgeGraph
 
 __all__ = [
@@ -103,6 +103,9 @@ class ToolOutput:
     """Whether the call wrote to memory (subscribers of the graph resource are told)."""
     is_error: bool = False
     """A refusal the model should fix and retry, with its reasons in `structured`."""
+    deleted: DeleteOutcome | None = None
+    """A delete's outcome: how much of what it named was there. The official answer says so
+    only in words; the explorer needs the numbers. Never sent on the wire."""
 
 
 T = TypeVar("T")

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from graphmem.core.limits import Limits
-from graphmem.core.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
+from graphmem.core.models import DeleteOutcome, Entity, Graph, ObservationAddition, ObservationDeletion, Relation
 from graphmem.domain.fusion import SEARCH_MODES
 from graphmem.domain.graph import RankedNames
 from graphmem.domain.search import RANKED_AT_MOST
@@ -134,8 +134,8 @@ class _OpenArgs(ToolArgs):
     names: list[str]
 
 
-def _delete_result(message: str) -> ToolOutput:
-    return ToolOutput({"success": True, "message": message}, message, changed=True)
+def _delete_result(message: str, outcome: DeleteOutcome) -> ToolOutput:
+    return ToolOutput({"success": True, "message": message}, message, changed=True, deleted=outcome)
 
 
 # -- the nine official tools ---------------------------------------------------
@@ -193,9 +193,9 @@ def add_observations(ctx: ToolContext, args: _AddObservationsArgs) -> ToolOutput
 def delete_entities(ctx: ToolContext, args: _DeleteEntitiesArgs) -> ToolOutput:
     outcome = ctx.graph.delete_entities(args.entity_names)
     if not outcome.missing_entities:
-        return _delete_result("Entities deleted successfully")
+        return _delete_result("Entities deleted successfully", outcome)
     missing = ", ".join(outcome.missing_entities)
-    return _delete_result(f"Deleted {outcome.deleted} of {outcome.requested} entities. Not found: {missing}")
+    return _delete_result(f"Deleted {outcome.deleted} of {outcome.requested} entities. Not found: {missing}", outcome)
 
 
 def delete_observations(ctx: ToolContext, args: _DeleteObservationsArgs) -> ToolOutput:
@@ -203,18 +203,20 @@ def delete_observations(ctx: ToolContext, args: _DeleteObservationsArgs) -> Tool
         [ObservationDeletion(item.entity_name, tuple(item.observations)) for item in args.deletions]
     )
     if outcome.deleted == outcome.requested and not outcome.missing_entities:
-        return _delete_result("Observations deleted successfully")
+        return _delete_result("Observations deleted successfully", outcome)
     message = f"Deleted {outcome.deleted} of {outcome.requested} observations."
     if outcome.missing_entities:
         message += f" Entities not found: {', '.join(outcome.missing_entities)}"
-    return _delete_result(message)
+    return _delete_result(message, outcome)
 
 
 def delete_relations(ctx: ToolContext, args: _RelationsArgs) -> ToolOutput:
     outcome = ctx.graph.delete_relations([item.model() for item in args.relations])
     if outcome.deleted == outcome.requested:
-        return _delete_result("Relations deleted successfully")
-    return _delete_result(f"Deleted {outcome.deleted} of {outcome.requested} relations. The rest matched nothing.")
+        return _delete_result("Relations deleted successfully", outcome)
+    return _delete_result(
+        f"Deleted {outcome.deleted} of {outcome.requested} relations. The rest matched nothing.", outcome
+    )
 
 
 _READ_GRAPH_MORE = (

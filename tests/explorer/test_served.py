@@ -4,6 +4,7 @@ loopback, with MCP clients on the same server hearing what the explorer changed.
 
 from __future__ import annotations
 
+import html
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -69,8 +70,9 @@ async def test_view_serves_the_memory_on_loopback_with_a_key_made_for_the_run(tm
     assert session.json()["canWrite"] is True
 
 
-async def test_view_opens_the_default_browser_at_the_page_with_the_key_in_the_fragment(tmp_path: Path):
-    # Python's webbrowser runs $BROWSER when it is set: a script here notes the address it is given.
+async def test_view_opens_the_default_browser_without_the_key_on_its_command_line(tmp_path: Path):
+    # Python's webbrowser runs $BROWSER when it is set: a script here notes what it is given.
+    # Every user of the machine can read a command line: the key goes in a private file instead.
     opened = tmp_path / "opened"
     browser = tmp_path / "browser"
     browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n', encoding="utf-8")
@@ -79,11 +81,20 @@ async def test_view_opens_the_default_browser_at_the_page_with_the_key_in_the_fr
         async with viewing(tmp_path / "m.db", env={"BROWSER": f"{browser} %s"}, browser=True) as (root, token):
             while not opened.exists() or not opened.read_text(encoding="utf-8"):
                 await anyio.sleep(0.05)
-            address = opened.read_text(encoding="utf-8")
+            argument = opened.read_text(encoding="utf-8")
+            redirect = Path(argument.removeprefix("file://"))
+            page = redirect.read_text(encoding="utf-8")
+            mode = redirect.stat().st_mode & 0o777
+            folder_mode = redirect.parent.stat().st_mode & 0o777
+            target = re.search(r'url=([^"]+)"', page)
+            assert target is not None
             async with httpx2.AsyncClient(base_url=root) as client:
-                page = await client.get(address.removeprefix(root).split("#")[0] or "/")
-    assert address == f"{root}/#token={token}"
-    assert page.status_code == 200
+                served = await client.get("/")
+    assert token not in argument and argument.startswith("file://")
+    assert html.unescape(target.group(1)) == f"{root}/#token={token}"
+    assert mode == 0o600 and folder_mode == 0o700
+    assert served.status_code == 200
+    assert not redirect.exists()  # removed when the explorer stopped
 
 
 async def test_view_read_only_offers_no_edits_and_refuses_them(tmp_path: Path):

@@ -13,7 +13,13 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from graphmem.core.errors import EntityNotFoundError, GraphmemError, RelationNotFoundError, StorageBusyError
+from graphmem.core.errors import (
+    EntityNotFoundError,
+    GraphmemError,
+    RelationNotFoundError,
+    StorageBusyError,
+    TimeLimitError,
+)
 from graphmem.core.identity import Identity
 from graphmem.server.access import read_only_refusal
 from graphmem.server.state import AppState
@@ -39,7 +45,8 @@ def refusal_kind(error: GraphmemError) -> RefusalKind:
     """What kind of refusal an error of the graph is."""
     if isinstance(error, EntityNotFoundError | RelationNotFoundError):
         return "not_found"
-    if isinstance(error, StorageBusyError):
+    if isinstance(error, StorageBusyError | TimeLimitError):
+        # Neither is the caller's mistake: the same call may succeed in a moment.
         return "busy"
     return "invalid"
 

@@ -314,6 +314,14 @@ class Explorer:
         identity: Identity | None = identity_of(request)
         output = await run_tool_call(state, spec, arguments, identity)
         if isinstance(output, Refusal):
+            if output.kind == "read_only":
+                # The tool's refusal speaks of tools; a person in the page needs the same in its terms.
+                whose = f" ({identity.name})" if identity is not None and identity.name else ""
+                return _error(
+                    403,
+                    f"This token{whose} may only read, so nothing was changed. "
+                    "To correct the memory, ask the server's operator for a write token.",
+                )
             return _error(_STATUS[output.kind], output.message)
         if output.is_error:
             return _error(400, output.text)

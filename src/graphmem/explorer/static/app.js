@@ -63,7 +63,8 @@ function say(text, { error = false } = {}) {
 
 function report(error) {
   if (error instanceof ApiError && error.status === 403) {
-    say("This token can only read: nothing was changed. " + error.message, { error: true });
+    // The server's own words say what was refused and what to ask for.
+    say(error.message, { error: true });
   } else if (error instanceof ApiError && error.status === 401) {
     askForToken("The token was refused: enter it again.");
   } else {

@@ -1,4 +1,4 @@
-"""Reads and searches on PostgreSQL beside SQLite, on the same 40,000-entity memory, in process.
+"""Reads, searches and the explorer's reads on PostgreSQL beside SQLite, on one 40,000-entity memory, in process.
 
     python -m benchmarks.postgres_search                  # 40,000 entities, 30 calls each
     python -m benchmarks.postgres_search --size 10000 --repeats 50
@@ -27,6 +27,7 @@ from typing import Any
 from benchmarks.graphs import generate
 from graphmem.config import Settings
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.explorer.views import neighbours, overview
 from graphmem.storage import open_store
 
 
@@ -54,6 +55,9 @@ def _cases(size: int) -> list[tuple[str, Callable[[KnowledgeGraph, int], Any]]]:
             "question, limit 100",
             lambda g, i: g.search_page(f"What does {entity(i)} know about coffee in berlin?", limit=100),
         ),
+        # What the explorer asks first on every visit (the memory's counts, types and hubs).
+        ("explorer overview", lambda g, i: overview(g)),
+        ("explorer neighbours", lambda g, i: neighbours(g, entity(i), None, 0, 25)),
     ]
 
 

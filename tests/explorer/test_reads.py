@@ -321,3 +321,23 @@ async def test_an_entity_with_very_many_facts_answers_with_the_first_few_hundred
     assert len(diary["facts"]) == MOST_FACTS and diary["factsTotal"] == MOST_FACTS + 30
     assert diary["facts"][0]["text"] == "entry 0"
     assert diary["history"] == [] and diary["historyTotal"] == 0
+
+
+async def test_the_overview_follows_every_write_whoever_makes_it(any_backend_settings: Settings):
+    settings = any_backend_settings
+    a_team(settings)
+    async with explorer_client(settings) as client:
+        before = await ok(client.get("/api/overview"))
+        again = await ok(client.get("/api/overview"))
+        # Another writer (an agent through its own store, another server) makes Dee the hub.
+        store = open_store(settings)
+        try:
+            KnowledgeGraph(store).create_relations(
+                [Relation("Dee Dee", name, "knows") for name in ("Atlas", "Acme", "Bob Stone")]
+            )
+        finally:
+            store.close()
+        after = await ok(client.get("/api/overview"))
+    assert again == before
+    assert after["hubs"][0] == {"name": "Dee Dee", "type": "person", "degree": 3}
+    assert after["counts"]["relations"] == before["counts"]["relations"] + 3

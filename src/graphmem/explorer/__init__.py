@@ -6,6 +6,6 @@ correction into the tool call an agent would make. It sits beside the transports
 transport mounts it, and it reaches the memory through the server's state as the tools do.
 """
 
-from graphmem.explorer.routes import explorer_routes, static_paths
+from graphmem.explorer.routes import Explorer
 
-__all__ = ["explorer_routes", "static_paths"]
+__all__ = ["Explorer"]

@@ -39,7 +39,7 @@ from graphmem.server.resource_handlers import notify_updated
 from graphmem.server.tool_calls import Refusal, RefusalKind, refusal_kind, run_tool_call
 from graphmem.tools import ALL_TOOLS, ToolOutput, ToolSpec
 
-__all__ = ["MAX_EDIT_BYTES", "STATIC_PREFIX", "explorer_routes", "static_paths"]
+__all__ = ["MAX_EDIT_BYTES", "STATIC_PREFIX", "Explorer"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +92,6 @@ class _Files:
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers=headers)
         return Response(data, media_type=kind, headers=headers)
-
-
-def static_paths() -> frozenset[str]:
-    """The paths of the page and its files: served without a token, since they hold no memory data."""
-    return frozenset({"/", *(STATIC_PREFIX + name for name in _Files().files if name != "index.html")})
 
 
 class _Json(JSONResponse):
@@ -184,6 +179,10 @@ class Explorer:
             "neighbours": self._neighbours,
             "path": self._path,
         }
+
+    def open_paths(self) -> frozenset[str]:
+        """The paths of the page and its files: served without a token, since they hold no memory data."""
+        return frozenset({"/", *(STATIC_PREFIX + name for name in self._files.files if name != "index.html")})
 
     def routes(self) -> list[BaseRoute]:
         routes: list[BaseRoute] = [
@@ -402,8 +401,3 @@ def _done(tool: str, deleted: DeleteOutcome | None) -> str:
         "update_entities": "Renamed; the old name stays as an alias.",
         "merge_entities": "Merged.",
     }.get(tool, "Done.")
-
-
-def explorer_routes(state_of: Callable[[], AppState | None]) -> list[BaseRoute]:
-    """The explorer's routes, for the HTTP app of the server whose state `state_of` gives."""
-    return Explorer(state_of).routes()

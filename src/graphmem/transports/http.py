@@ -42,7 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphmem._version import __version__
 from graphmem.config import NetworkSettings
-from graphmem.explorer import explorer_routes, static_paths
+from graphmem.explorer import Explorer
 from graphmem.server import AppState
 from graphmem.transports.channel import DRAIN_SECONDS
 from graphmem.transports.deadline import with_request_deadline
@@ -119,11 +119,13 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "server": "graphmem", "version": __version__})
 
+    # Reads the page's files once; its routes reach the memory through the sessions' server state.
+    explorer = Explorer(lambda: sessions.state)
     starlette = Starlette(
         routes=[
             Route(MCP_PATH, endpoint=MessageCheck(StreamableHTTPASGIApp(sessions), max_body_bytes=MAX_BODY_BYTES)),
             Route("/health", endpoint=health, methods=["GET"]),
-            *explorer_routes(lambda: sessions.state),
+            *explorer.routes(),
         ],
         lifespan=lambda app: sessions.run(),
     )
@@ -133,7 +135,7 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
         allowed_hosts=allowed_host_names(network.host, network.allowed_hosts),
         allowed_origins=network.allowed_origins,
         credentials=network.credentials,
-        open_paths=OPEN_PATHS | static_paths(),
+        open_paths=OPEN_PATHS | explorer.open_paths(),
     )
     return guard, streams.close_all
 

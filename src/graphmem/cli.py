@@ -423,14 +423,10 @@ def serve(
 
             run_tcp(server, network, announce=announce)
     except (OSError, BaseExceptionGroup) as error:
-        # anyio's listener raises its bind error inside a task group's exception group.
-        cause = _os_error_in(error)
-        if cause is None:
+        problem = _cannot_listen(network.host, network.port, error)
+        if problem is None:
             raise
-        reason = cause.strerror or cause
-        raise click.ClickException(
-            f"Cannot listen on {network.host} port {network.port}: {reason}. {_listening_advice(cause)}"
-        ) from error
+        raise problem from error
 
 
 def _access_summary(tokens_file: str | None) -> str | None:
@@ -446,6 +442,18 @@ def _access_summary(tokens_file: str | None) -> str | None:
     if not named:
         return "one token (write, records no author)"
     return ", ".join(f"{identity.name} ({identity.access})" for identity in named)
+
+
+def _cannot_listen(host: str, port: int, error: BaseException) -> click.ClickException | None:
+    """What went wrong with the address a server failed to listen on, and what to do; None
+    when no OSError is in the error (a bug, not a bind: the caller raises it as it is)."""
+    # anyio's listener raises its bind error inside a task group's exception group.
+    cause = _os_error_in(error)
+    if cause is None:
+        return None
+    return click.ClickException(
+        f"Cannot listen on {host} port {port}: {cause.strerror or cause}. {_listening_advice(cause)}"
+    )
 
 
 def _listening_advice(error: OSError) -> str:
@@ -980,12 +988,10 @@ def view(
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
     except (OSError, BaseExceptionGroup) as error:
-        cause = _os_error_in(error)
-        if cause is None:
+        problem = _cannot_listen(LOOPBACK, port, error)
+        if problem is None:
             raise
-        raise click.ClickException(
-            f"Cannot listen on {LOOPBACK} port {port}: {cause.strerror or cause}. {_listening_advice(cause)}"
-        ) from error
+        raise problem from error
 
 
 def main() -> None:

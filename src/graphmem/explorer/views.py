@@ -195,7 +195,8 @@ def entity_detail(graph: KnowledgeGraph, name: str) -> dict[str, Any]:
         entity = get_entity(graph, name)
         _, outgoing = graph.store.find_relations(entity.name, None, None, 0, 0)
         _, incoming = graph.store.find_relations(None, entity.name, None, 0, 0)
-        degree = _degrees(graph, [entity.name])[entity.name]
+        # A relation to itself is both outgoing and incoming: it counts once in the degree.
+        _, to_itself = graph.store.find_relations(entity.name, entity.name, None, 0, 0)
     extra = entity.extra or {}
 
     def text(key: str) -> str | None:
@@ -211,7 +212,7 @@ def entity_detail(graph: KnowledgeGraph, name: str) -> dict[str, Any]:
         "updatedAt": text("updatedAt"),
         "createdBy": text("createdBy"),
         "updatedBy": text("updatedBy"),
-        "degree": degree,
+        "degree": outgoing + incoming - to_itself,
         "facts": [_fact(record) for record in records[:MOST_FACTS]],
         "factsTotal": len(records),
         "history": [_fact(record) for record in reversed(history[-MOST_HISTORY:])],

@@ -53,7 +53,15 @@ class Serve:
 
 
 Connect = Callable[..., AbstractAsyncContextManager[Client]]
-"""`connect(memory, serve=Serve(), **client_options)`: the connected client, as a context manager."""
+"""`connect(memory, serve=Serve(), **client_options)`: the connected client, as a context manager.
+
+The client speaks the initialize handshake (`mode="legacy"`: what Claude Desktop, Cursor and
+the official server use) unless the options give another `mode` ("auto", the SDK's default,
+discovers protocol 2026-07-28 and speaks it)."""
+
+
+def _with_mode(client_options: dict[str, Any]) -> dict[str, Any]:
+    return {"mode": "legacy", **client_options}
 
 
 @asynccontextmanager
@@ -67,7 +75,7 @@ async def _in_memory(memory: Path, serve: Serve = Serve(), **client_options: Any
     previous = graphmem_logger.level
     graphmem_logger.setLevel(serve.log_level.upper())
     try:
-        async with Client(build_server(settings), mode="legacy", **client_options) as client:
+        async with Client(build_server(settings), **_with_mode(client_options)) as client:
             yield client
     finally:
         graphmem_logger.setLevel(previous)
@@ -106,7 +114,7 @@ async def _stdio_client(memory: Path, serve: Serve = Serve(), **client_options: 
             await user_handler(message)
 
     server = StdioServerParameters(command=sys.executable, args=args, env=sdk_client_env(memory))
-    async with Client(server, mode="legacy", message_handler=on_message, **client_options) as client:
+    async with Client(server, message_handler=on_message, **_with_mode(client_options)) as client:
         yield client
     assert faults == [], "the server wrote a line on stdout that is not JSON-RPC"
 
@@ -116,7 +124,7 @@ async def _http(memory: Path, serve: Serve = Serve(), **client_options: Any) -> 
     """`graphmem serve --http` on loopback, and the SDK client on its URL."""
     async with network_server(memory, "--http", *_serve_args(serve), env=sdk_client_env(memory)) as server:
         with anyio.fail_after(START_SECONDS):
-            async with Client(server.url, mode="legacy", **client_options) as client:
+            async with Client(server.url, **_with_mode(client_options)) as client:
                 yield client
 
 
@@ -125,7 +133,7 @@ async def _tcp(memory: Path, serve: Serve = Serve(), **client_options: Any) -> A
     """`graphmem serve --tcp` on loopback, and the SDK client over the socket's lines."""
     async with network_server(memory, "--tcp", *_serve_args(serve), env=sdk_client_env(memory)) as server:
         with anyio.fail_after(START_SECONDS):
-            async with Client(tcp_transport(server, token=None), mode="legacy", **client_options) as client:
+            async with Client(tcp_transport(server, token=None), **_with_mode(client_options)) as client:
                 yield client
 
 
@@ -174,7 +182,7 @@ class SharedServers:
         server = await self._start(serve, lambda: network_server(memory, *flags, env=sdk_client_env(memory)))
         with anyio.fail_after(START_SECONDS):
             target = server.url if self.transport == "http" else tcp_transport(server, token=None)
-            async with Client(target, mode="legacy", **client_options) as client:
+            async with Client(target, **_with_mode(client_options)) as client:
                 yield client
 
     @asynccontextmanager

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import click
 
 from graphmem.cli import cli
@@ -221,3 +222,33 @@ def parse_command_line(args: list[str]) -> None:
             raise click.UsageError(f"No such command {rest[0]!r}.")
         with command.make_context(rest[0], rest[1:], parent=context):
             return
+
+
+# Their answers depend on what is embedded yet: a page shows them once the background worker has
+# caught up, as a user who waits a moment sees them.
+_READS_THAT_RANK_BY_MEANING = {"search_nodes", "graph_stats"}
+
+
+async def _embedding_done(client: Any) -> None:
+    while True:
+        stats = await client.call_tool("graph_stats", {})
+        if stats.structured_content.get("embedding", {}).get("waiting", 0) == 0:
+            return
+        await anyio.sleep(0.05)
+
+
+async def answers_as_shown(client: Any, shown: list[Call]) -> None:
+    """Make each call in turn on a connected client and assert it answers what the page shows."""
+    for call in shown:
+        if call.tool in _READS_THAT_RANK_BY_MEANING:
+            await _embedding_done(client)
+        result = await client.call_tool(call.tool, call.arguments)
+        text = "\n".join(item.text for item in result.content if item.type == "text")
+        if call.error is not None:
+            assert result.is_error, f"{call.where}: {call.tool} succeeded, the page shows an error"
+            assert text_matches(call.error, text), f"{call.where}: {call.tool} said\n{text}"
+            continue
+        assert not result.is_error, f"{call.where}: {call.tool} failed: {text}"
+        if call.answer is not None:
+            actual = json.dumps(result.structured_content, ensure_ascii=False)
+            assert matches(call.answer, result.structured_content), f"{call.where}: {call.tool} answered\n{actual}"

@@ -18,10 +18,10 @@ from graphmem.tools import ALL_TOOLS
 from tests.helpers_clients import TRANSPORTS, Serve
 from tests.helpers_docs import (
     ROOT,
+    answers_as_shown,
     blocks,
     calls,
     console_commands,
-    matches,
     pages,
     parse_command_line,
     shown_graphmem_commands,
@@ -122,43 +122,13 @@ def test_every_json_block_parses_and_every_client_config_runs_graphmem_with_real
                 assert key == "MEMORY_FILE_PATH" or key.startswith("GRAPHMEM_"), f"{block.where}: {key}"
 
 
-# Their answers depend on what is embedded yet: a page shows them once the background worker has
-# caught up, as a user who waits a moment sees them.
-_READS_THAT_RANK_BY_MEANING = {"search_nodes", "graph_stats"}
-
-
-async def _embedding_done(client: Any) -> None:
-    while True:
-        stats = await client.call_tool("graph_stats", {})
-        if stats.structured_content.get("embedding", {}).get("waiting", 0) == 0:
-            return
-        await anyio.sleep(0.05)
-
-
-def _answer(result: Any) -> tuple[bool, Any, str]:
-    text = "\n".join(item.text for item in result.content if item.type == "text")
-    return result.is_error, result.structured_content, text
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("page", _pages_with(calls))
 async def test_every_tool_call_a_page_shows_answers_what_it_shows(page, tmp_path):
     # One fresh memory per page, every tool listed: the calls build on each other in page order.
     with anyio.fail_after(15):
         async with TRANSPORTS["memory"](tmp_path / "memory.db", Serve(toolset="all")) as client:
-            for call in calls(page):
-                if call.tool in _READS_THAT_RANK_BY_MEANING:
-                    await _embedding_done(client)
-                result = await client.call_tool(call.tool, call.arguments)
-                is_error, structured, text = _answer(result)
-                if call.error is not None:
-                    assert is_error, f"{call.where}: {call.tool} succeeded, the page shows an error"
-                    assert text_matches(call.error, text), f"{call.where}: {call.tool} said\n{text}"
-                    continue
-                assert not is_error, f"{call.where}: {call.tool} failed: {text}"
-                if call.answer is not None:
-                    actual = json.dumps(structured, ensure_ascii=False)
-                    assert matches(call.answer, structured), f"{call.where}: {call.tool} answered\n{actual}"
+            await answers_as_shown(client, calls(page))
 
 
 def test_every_tool_has_an_example_call_with_its_answer_in_the_tools_reference():

@@ -23,7 +23,8 @@ from graphmem.core.models import Entity
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 from tests.helpers_network import network_server
-from tests.helpers_stdio import INITIALIZE, INITIALIZED, raw_server
+from tests.helpers_stdio import INITIALIZE, INITIALIZED, entity, raw_server
+from tests.test_durability import stored_graph
 
 pytestmark = pytest.mark.anyio
 
@@ -75,6 +76,8 @@ async def test_stdio_says_what_to_send_before_initialize_and_for_params_that_do_
             no_uri = await server.request("resources/read", {})
     assert "before initialize" in early["error"]["message"]
     assert "Send initialize first" in early["error"]["message"]
+    # Invalid request, as its message says: nothing is wrong with its params.
+    assert early["error"]["code"] == -32600
     assert "params.arguments must be an object" in not_an_object["error"]["message"]
     assert "params missing" in no_params["error"]["message"]
     assert "params.name missing" in no_name["error"]["message"]
@@ -116,7 +119,7 @@ async def test_http_refuses_an_id_json_cannot_write_back_instead_of_never_answer
 
 
 @pytest.mark.slow
-async def test_http_names_the_protocol_versions_for_an_unknown_protocol_version_header(tmp_path: Path):
+async def test_http_refuses_an_unknown_protocol_version_header_as_protocol_2026_asks(tmp_path: Path):
     with anyio.fail_after(30):
         async with network_server(tmp_path / "m.db", "--http") as server, httpx2.AsyncClient() as http:
             headers = await _http_session(http, server.url)
@@ -124,10 +127,47 @@ async def test_http_names_the_protocol_versions_for_an_unknown_protocol_version_
             bad = await http.post(server.url, json=ping, headers=headers | {"mcp-protocol-version": "1999-01-01"})
             good = await http.post(server.url, json=ping, headers=headers | {"mcp-protocol-version": "2025-11-25"})
     assert bad.status_code == 400
-    message = bad.json()["error"]["message"]
+    answer = bad.json()
+    # -32022 with the versions supported and the one asked for, answering the request's own id.
+    assert answer["id"] == 2
+    assert answer["error"]["code"] == -32022
+    assert answer["error"]["data"] == {"supported": ["2026-07-28"], "requested": "1999-01-01"}
+    message = answer["error"]["message"]
     assert "MCP-Protocol-Version" in message and "1999-01-01" in message and "2025-11-25" in message
     assert "_meta" not in message
     assert good.status_code == 200
+
+
+@pytest.mark.slow
+async def test_http_answers_415_for_a_body_not_sent_as_json_and_400_for_params_that_do_not_fit(tmp_path: Path):
+    memory = tmp_path / "m.db"
+    with anyio.fail_after(30):
+        async with network_server(memory, "--http") as server, httpx2.AsyncClient() as http:
+            headers = await _http_session(http, server.url)
+            create = {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "create_entities", "arguments": {"entities": [entity("Ada")]}},
+            }
+            as_text = await http.post(server.url, json=create, headers=headers | {"content-type": "text/plain"})
+            string_arguments = {**create, "params": {"name": "create_entities", "arguments": "Ada"}}
+            as_string = await http.post(server.url, json=string_arguments, headers=headers)
+            no_params = await http.post(server.url, json={**create, "params": None}, headers=headers)
+            with_charset = headers | {"content-type": "application/json; charset=utf-8"}
+            listing = {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}
+            listed = await http.post(server.url, json=listing, headers=with_charset)
+    assert as_text.status_code == 415
+    assert "Content-Type: application/json" in as_text.json()["error"]["message"]
+    assert as_string.status_code == 400
+    assert as_string.json()["id"] == 3
+    assert as_string.json()["error"]["code"] == -32602
+    assert "params.arguments must be an object" in as_string.json()["error"]["message"]
+    assert no_params.status_code == 400
+    assert "params missing" in no_params.json()["error"]["message"]
+    assert listed.status_code == 200
+    # None of the refused calls wrote.
+    assert stored_graph(memory).entities == ()
 
 
 def test_a_full_disk_under_a_jsonl_memory_says_so_and_keeps_the_memory(tmp_path: Path, monkeypatch):

@@ -382,7 +382,8 @@ def serve(
     # main thread measured 40% slower (43 ms against 30 at 40,000 entities; glibc serves
     # a thread's large allocations from an arena of its own).
     one_client = network is None and settings.backend == "sqlite"
-    server = build_server(settings, listed, one_client=one_client, store=store)
+    json_answers = network is not None and network.json_response
+    server = build_server(settings, listed, one_client=one_client, json_answers=json_answers, store=store)
     if network is None:
         from graphmem.transports import run_stdio
 

@@ -6,8 +6,9 @@ request_errors.py  refusals of requests the server cannot serve
 instructions.py    the server instructions, naming only the tools it lists
 prompts.py         the prompts it offers
 client_log.py      log records on their way to the clients that asked for them
+notices.py         resource updates and log messages, on the stream each revision expects
 """
 
-from graphmem.server.build import GRAPH_URI, AppState, build_server, initialization_options
+from graphmem.server.build import GRAPH_URI, AppState, build_server, end_listen_streams, initialization_options
 
-__all__ = ["GRAPH_URI", "AppState", "build_server", "initialization_options"]
+__all__ = ["GRAPH_URI", "AppState", "build_server", "end_listen_streams", "initialization_options"]

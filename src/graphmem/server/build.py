@@ -23,6 +23,7 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from graphmem._version import __version__
 from graphmem.config import Settings
@@ -41,7 +42,7 @@ from graphmem.tools import ALL_TOOLS, ToolContext, ToolSpec
 from graphmem.tools.resources import GRAPH_URI
 from graphmem.tools.toolsets import select_tools
 
-__all__ = ["GRAPH_URI", "AppState", "build_server", "initialization_options"]
+__all__ = ["GRAPH_URI", "AppState", "build_server", "end_listen_streams", "initialization_options"]
 
 
 def build_server(
@@ -50,6 +51,7 @@ def build_server(
     *,
     tools_page_size: int | None = None,
     one_client: bool = False,
+    json_answers: bool = False,
     store: Store | None = None,
 ) -> Server[AppState]:
     """The MCP server for one memory, ready for any transport.
@@ -63,6 +65,8 @@ def build_server(
             (stdio): each runs on the event loop itself. Handing it to the store's thread and
             back costs a tenth of a millisecond, a tenth of a small write; it only pays when
             other clients' calls could be served meanwhile. A call still stops at the time limit.
+        json_answers: every answer is one JSON body (`serve --http --json-response`), which
+            carries no notices: a caller's own go on its session's stream instead.
         store: the memory, already opened (and checked) by the caller; the server closes it
             when it stops. By default the server opens the memory the settings name as it starts.
 
@@ -77,6 +81,9 @@ def build_server(
     listed = tuple(dict.fromkeys(spec.name for spec in tools))
     tool_handlers = ToolHandlers(tools, tools_page_size)
     prompt_handlers = PromptHandlers(listed)
+    # Resource updates for protocol 2026-07-28 on, where subscriptions/listen replaces resources/subscribe.
+    bus = InMemorySubscriptionBus()
+    listen = resource_handlers.Listen(bus)
 
     @asynccontextmanager
     async def lifespan(_: Server[AppState]) -> AsyncIterator[AppState]:
@@ -96,6 +103,8 @@ def build_server(
                 ToolContext(graph, settings.response_budget, settings.search_budget),
                 StoreAccess(opened, inline=one_client),
                 call_time_limit=settings.call_time_limit,
+                bus=bus,
+                notices_on_request_streams=not json_answers,
             )
             # Embeds what is waiting (and what clients write) off the request path, on a
             # connection of its own that its thread opens and closes.
@@ -110,6 +119,7 @@ def build_server(
             try:
                 yield state
             finally:
+                listen.close()
                 state.relay.detach()
                 if worker is not None:
                     await anyio.to_thread.run_sync(worker.stop)
@@ -129,6 +139,7 @@ def build_server(
         on_read_resource=resource_handlers.read_resource,
         on_subscribe_resource=resource_handlers.subscribe,
         on_unsubscribe_resource=resource_handlers.unsubscribe,
+        on_subscriptions_listen=listen,
         on_list_prompts=prompt_handlers.list_prompts,
         on_get_prompt=prompt_handlers.get_prompt,
     )
@@ -140,6 +151,7 @@ def build_server(
     # installed it records nothing, yet it costs a sixth of a ping. The SDK documents
     # dropping it from this list as the way to opt out. Ours rewords the SDK's bare refusals.
     server.middleware = [ExplainedErrors()]
+    server.listen_streams = listen
     return server
 
 
@@ -153,6 +165,9 @@ class _Server(Server[AppState]):
     with no notification options, which would announce `listChanged: false`; every
     transport should say what stdio says.
     """
+
+    listen_streams: resource_handlers.Listen | None = None
+    """The open subscriptions/listen streams, which a server shutting down ends (they never end by themselves)."""
 
     def create_initialization_options(
         self,
@@ -171,3 +186,9 @@ def initialization_options(server: Server[AppState]) -> InitializationOptions:
     The prompts never change while the server runs, so they announce no list-changed notices.
     """
     return server.create_initialization_options(_NOTIFICATIONS)
+
+
+def end_listen_streams(server: Server[AppState]) -> None:
+    """End the open subscriptions/listen streams gracefully (a server shutting down: they never end by themselves)."""
+    if isinstance(server, _Server) and server.listen_streams is not None:
+        server.listen_streams.close()

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from contextlib import suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from typing import cast
 
 import anyio
 import mcp_types as types
-from mcp.server.connection import Connection
+from mcp.server.connection import Connection, allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from graphmem.server.client_log import python_level
+from graphmem.server.client_log import ClientLogRecord, python_level
 from graphmem.server.state import AppState
 
 
@@ -24,6 +26,9 @@ def connection_of(session: ServerSession) -> Connection:
     return connection
 
 
+_PER_REQUEST = frozenset(MODERN_PROTOCOL_VERSIONS)
+"""The protocol revisions where a request asks for log messages itself, in its `_meta`."""
+
 _Notice = types.ResourceUpdatedNotification | types.LoggingMessageNotification
 
 
@@ -32,11 +37,12 @@ async def notify(ctx: ServerRequestContext[AppState] | None, connection: Connect
 
     On Streamable HTTP a notice on the connection's own stream (the client's GET) may
     arrive after the answer to the call that caused it; on the request's stream (the
-    POST's answer) it arrives first, as it does over stdio and TCP. Never raises: a
+    POST's answer) it arrives first, as it does over stdio and TCP. An answer sent as one
+    JSON body has no room for it: then it goes on the connection's own stream. Never raises: a
     client that has gone just misses it. With no request (`ctx` None), every connection
     hears it on its own stream.
     """
-    if ctx is not None and connection is connection_of(ctx.session):
+    if ctx is not None and connection is connection_of(ctx.session) and ctx.lifespan_context.notices_on_request_streams:
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
     elif isinstance(notification, types.ResourceUpdatedNotification):
@@ -47,18 +53,48 @@ async def notify(ctx: ServerRequestContext[AppState] | None, connection: Connect
 
 
 async def send_logs(ctx: ServerRequestContext[AppState]) -> None:
-    """Send the log records collected so far to each connection whose level they reach."""
+    """Send the log records collected so far to each connection whose level they reach,
+    and to the request itself when it asked for them in its `_meta` (protocol 2026-07-28 on)."""
     state = ctx.lifespan_context
     records = state.relay.drain()
     for connection, level in list(state.log_levels.items()):
         for record in records:
             if record.levelno >= level:
-                # A notification of our own rather than the SDK's log helpers, which warn
-                # that logging is deprecated from protocol 2026-07-28 on; this client asked for it.
-                params = types.LoggingMessageNotificationParams(
-                    level=cast(types.LoggingLevel, record.level), logger=record.logger, data=record.message
-                )
-                await notify(ctx, connection, types.LoggingMessageNotification(params=params))
+                await notify(ctx, connection, _log_notice(record))
+    asked = allowed_log_levels(ctx.protocol_version, ctx.meta) if ctx.protocol_version in _PER_REQUEST else None
+    if asked:
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            for record in records:
+                if record.level in asked:
+                    await ctx.session.send_notification(_log_notice(record), related_request_id=ctx.request_id)
+
+
+def _log_notice(record: ClientLogRecord) -> types.LoggingMessageNotification:
+    # A notification of our own rather than the SDK's log helpers, which warn that logging
+    # is deprecated from protocol 2026-07-28 on; this client asked for it.
+    params = types.LoggingMessageNotificationParams(
+        level=cast(types.LoggingLevel, record.level), logger=record.logger, data=record.message
+    )
+    return types.LoggingMessageNotification(params=params)
+
+
+@asynccontextmanager
+async def logs_for_request(ctx: ServerRequestContext[AppState]) -> AsyncIterator[None]:
+    """While the request runs, collect the log records its `_meta` asks for (2026-07-28 on, where
+    `logging/setLevel` is gone and each request says from what level it wants them)."""
+    state = ctx.lifespan_context
+    asked = allowed_log_levels(ctx.protocol_version, ctx.meta) if ctx.protocol_version in _PER_REQUEST else None
+    if not asked:
+        yield
+        return
+    level = min(python_level(name) for name in asked)
+    state.request_log_levels[level] += 1
+    state.collect_logs()
+    try:
+        yield
+    finally:
+        state.request_log_levels[level] -= 1
+        state.collect_logs()
 
 
 async def set_logging_level(
@@ -69,5 +105,5 @@ async def set_logging_level(
     # params against the protocol's schema first and answers Invalid params.
     state = ctx.lifespan_context
     state.log_levels[connection_of(ctx.session)] = python_level(params.level)
-    state.relay.listen_from(min(state.log_levels.values()))
+    state.collect_logs()
     return types.EmptyResult()

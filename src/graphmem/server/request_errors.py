@@ -4,7 +4,8 @@ The SDK refuses a request that comes before `initialize`, and any request whose
 params do not fit the method (a `tools/call` without params, `arguments` that is not
 an object), with the same bare `-32602 Invalid request parameters`. A client, or the
 person reading its log, cannot tell from that what to fix. `ExplainedErrors` is a
-server middleware that keeps the code and replaces the message.
+server middleware that replaces the message, and for a request before `initialize`
+the code too (-32600 Invalid request: its params are not what is wrong).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-__all__ = ["ExplainedErrors"]
+__all__ = ["ExplainedErrors", "invalid_params_message"]
 
 _BARE = "Invalid request parameters"
 
@@ -56,6 +57,12 @@ def _problems(error: ValidationError) -> str:
     return "; ".join(described)
 
 
+def invalid_params_message(method: str, params: Any, error: ValidationError) -> str:
+    """What was wrong with a request's params, where, and what to send instead."""
+    problems = "params missing" if params is None else _problems(error)
+    return f"Invalid params for {method}: {problems}. {_advice(method)}"
+
+
 class ExplainedErrors:
     """Server middleware: the SDK's bare refusals, reworded for the client (same JSON-RPC code)."""
 
@@ -74,13 +81,13 @@ class ExplainedErrors:
 
     @staticmethod
     def _invalid_params(ctx: ServerRequestContext[Any, Any], error: ValidationError) -> str:
-        problems = "params missing" if ctx.params is None else _problems(error)
-        return f"Invalid params for {ctx.method}: {problems}. {_advice(ctx.method)}"
+        return invalid_params_message(ctx.method, ctx.params, error)
 
     @staticmethod
     def _before_initialize(ctx: ServerRequestContext[Any, Any]) -> MCPError:
+        # Invalid request, not invalid params: nothing in the request itself is wrong, only when it came.
         return MCPError(
-            types.INVALID_PARAMS,
+            types.INVALID_REQUEST,
             f"Invalid request: {ctx.method} came before initialize. Send initialize first, then the "
             "notifications/initialized notification, then other requests (ping is always answered).",
         )

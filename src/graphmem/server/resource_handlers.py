@@ -1,9 +1,16 @@
-"""The resources: the whole graph and one entity by name, read and subscribed to."""
+"""The resources: the whole graph and one entity by name, read and subscribed to.
+
+A client hears of changes in the shape of its protocol revision: up to 2025-11-25 it sends
+`resources/subscribe` and the notices come on its connection; from 2026-07-28 on it opens a
+`subscriptions/listen` stream naming the resources it watches, and the notices come on that
+stream (the SDK's `ListenHandler` keeps the streams; `Listen` tells the graph what they watch).
+"""
 
 from __future__ import annotations
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
+from mcp.server.subscriptions import ListenHandler, ResourceUpdated, SubscriptionBus
 from mcp.shared.exceptions import MCPError
 
 from graphmem.core.errors import GraphmemError
@@ -69,12 +76,49 @@ async def subscribe(ctx: ServerRequestContext[AppState], params: types.Subscribe
     """resources/subscribe: this connection hears when a write changes the resource."""
     state = ctx.lifespan_context
     uri = str(params.uri)
-    name = _entity_name(uri)
-    if name is not None and uri not in state.entity_texts:
-        # The entity as it is now, so that a later write can tell whether it changed it.
-        state.entity_texts[uri] = await _entity_text(state, name)
+    await _remember_entity_text(state, uri)
     state.subscribers.setdefault(connection_of(ctx.session), set()).add(uri)
     return types.EmptyResult()
+
+
+class Listen:
+    """subscriptions/listen (protocol 2026-07-28 on): one stream of the updates to the resources it names.
+
+    The SDK's `ListenHandler` keeps the stream; this tells `notify_updated` which entity
+    resources the open streams watch, as `resources/subscribe` does for the older revisions.
+    """
+
+    def __init__(self, bus: SubscriptionBus) -> None:
+        self._streams = ListenHandler(bus)
+
+    async def __call__(
+        self, ctx: ServerRequestContext[AppState], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        state = ctx.lifespan_context
+        uris = [str(uri) for uri in params.notifications.resource_subscriptions or ()]
+        for uri in uris:
+            await _remember_entity_text(state, uri)
+        state.listened.update(uris)
+        state.listen_streams += 1
+        try:
+            return await self._streams(ctx, params)
+        finally:
+            state.listen_streams -= 1
+            state.listened.subtract(uris)
+            for uri in uris:
+                if state.listened[uri] <= 0:
+                    del state.listened[uri]
+
+    def close(self) -> None:
+        """End every open stream as the protocol's graceful close (its final answer)."""
+        self._streams.close()
+
+
+async def _remember_entity_text(state: AppState, uri: str) -> None:
+    """For an entity's URI: the entity as it is now, so that a later write can tell whether it changed it."""
+    name = _entity_name(uri)
+    if name is not None and uri not in state.entity_texts:
+        state.entity_texts[uri] = await _entity_text(state, name)
 
 
 async def unsubscribe(ctx: ServerRequestContext[AppState], params: types.UnsubscribeRequestParams) -> types.EmptyResult:
@@ -132,6 +176,7 @@ async def notify_updated(state: AppState, ctx: ServerRequestContext[AppState] | 
     """
     subscriptions = list(state.subscribers.items())
     watched = {uri for _, uris in subscriptions for uri in uris if uri.startswith(ENTITY_PREFIX)}
+    watched |= {uri for uri in state.listened if uri.startswith(ENTITY_PREFIX)}
     for uri in [uri for uri in state.entity_texts if uri not in watched]:
         del state.entity_texts[uri]
     changed = {GRAPH_URI}
@@ -146,8 +191,17 @@ async def notify_updated(state: AppState, ctx: ServerRequestContext[AppState] | 
         if text != state.entity_texts.get(uri):
             state.entity_texts[uri] = text
             changed.add(uri)
+    # The graph's notice first, as the official server sends it; then the entities'.
+    in_order = sorted(changed, key=_graph_first)
     for connection, uris in subscriptions:
-        # The graph's notice first, as the official server sends it; then the entities'.
-        for uri in sorted(uris & changed, key=lambda uri: (uri != GRAPH_URI, uri)):
+        for uri in [uri for uri in in_order if uri in uris]:
             notice = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
             await notify(ctx, connection, notice)
+    if state.listen_streams:
+        # Each stream keeps the URIs it named; the others pass it by.
+        for uri in in_order:
+            await state.bus.publish(ResourceUpdated(uri))
+
+
+def _graph_first(uri: str) -> tuple[bool, str]:
+    return (uri != GRAPH_URI, uri)

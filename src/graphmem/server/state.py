@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import weakref
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from mcp.server.connection import Connection
+from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from graphmem.server.client_log import LogRelay
 from graphmem.server.store_access import StoreAccess
@@ -31,12 +33,28 @@ class AppState:
     log_levels: weakref.WeakKeyDictionary[Connection, int] = field(default_factory=weakref.WeakKeyDictionary)
     """The Python level from which each connection that sent logging/setLevel gets log messages."""
     relay: LogRelay = field(default_factory=LogRelay)
+    bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
+    """Where resource updates go for the `subscriptions/listen` streams (protocol 2026-07-28 on)."""
+    listen_streams: int = 0
+    """How many `subscriptions/listen` streams are open: none, and a write publishes nothing."""
+    listened: Counter[str] = field(default_factory=Counter)
+    """The resource URIs the open listen streams watch, each with how many streams watch it."""
+    request_log_levels: Counter[int] = field(default_factory=Counter)
+    """The Python levels the calls in flight asked for log messages from (their `_meta`, 2026-07-28 on)."""
+    notices_on_request_streams: bool = True
+    """A caller's own notices go on its request's stream, ahead of the answer; False where an
+    answer is one JSON body that carries none (HTTP with JSON answers): on its session's stream."""
     call_time_limit: float = 0.0
     """Seconds a tool call may run before the store stops it and rolls it back; 0: no limit."""
     answers: AnswerCache = field(default_factory=AnswerCache)
     """The answers of reusable read tools, kept while the memory is unchanged."""
     start_background: Callable[[], None] | None = None
     """Starts the background work (the embedding worker) on the first call, then is cleared."""
+
+    def collect_logs(self) -> None:
+        """Have the relay collect from the mildest level any connection or call in flight asked for."""
+        wanted = [*self.log_levels.values(), *(level for level, count in self.request_log_levels.items() if count > 0)]
+        self.relay.listen_from(min(wanted, default=None))
 
     async def run(self, fn: Callable[..., T], *args: Any, writes: bool = True) -> T:
         """Run blocking graph code where the store's calls run (see `StoreAccess.run`)."""

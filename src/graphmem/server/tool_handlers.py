@@ -11,7 +11,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from graphmem.server.access import identity_of
-from graphmem.server.notices import send_logs
+from graphmem.server.notices import logs_for_request, send_logs
 from graphmem.server.resource_handlers import notify_updated
 from graphmem.server.state import AppState
 from graphmem.server.tool_calls import Refusal, run_tool_call
@@ -52,7 +52,8 @@ class ToolHandlers:
     ) -> types.CallToolResult:
         """tools/call: the tool's answer, or a tool error saying what to send instead."""
         state = ctx.lifespan_context
-        result = await _run_tool(ctx, self._specs.get(params.name), params)
+        async with logs_for_request(ctx):
+            result = await _run_tool(ctx, self._specs.get(params.name), params)
         if state.relay.has_pending():
             await send_logs(ctx)
         return result
@@ -72,7 +73,9 @@ def _tool_result(output: ToolOutput) -> types.CallToolResult:
     """
     content = [{"type": "text", "text": output.text}]
     content += [{"type": "text", "text": note} for note in output.notes]
-    wire: dict[str, Any] = {"content": content, "isError": output.is_error}
+    # `resultType` is required from protocol 2026-07-28 on; the SDK drops it from the
+    # answer on the older revisions, whose schema has no such field.
+    wire: dict[str, Any] = {"content": content, "isError": output.is_error, "resultType": "complete"}
     if output.structured is not None:
         wire["structuredContent"] = output.structured
     return cast(types.CallToolResult, wire)

@@ -13,9 +13,10 @@ mode: "no-cors", body: ...})` with a text/plain body, and the TCP server then re
 
 A line server that answers each unusable line with an error and reads on would run
 that body. So a connection is refused (one error line with id null, then closed)
-when its first line is not `initialize` (after `graphmem/authenticate` with a token),
-or when any later line looks like HTTP: a request line or a header line. No JSON-RPC
-line can look like either, since JSON never starts with a letter followed by a colon
+when its first line does not open MCP (after `graphmem/authenticate` with a token):
+`initialize`, or from protocol 2026-07-28 on `server/discover` or any request carrying
+its protocol version in `params._meta`; or when any later line looks like HTTP: a request
+line or a header line. No JSON-RPC line can look like either, since JSON never starts with a letter followed by a colon
 or a space. A browser cannot make its request start with anything but the request line.
 """
 
@@ -26,11 +27,12 @@ from collections.abc import AsyncIterator
 
 import anyio
 import mcp_types as types
+from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from graphmem.transports.channel import LineWriter
 from graphmem.transports.lines import MessageError, error_line, parse_message
 
-__all__ = ["first_line_is_initialize", "looks_like_http", "refuse", "refuse_http_lines"]
+__all__ = ["first_line_opens_mcp", "looks_like_http", "refuse", "refuse_http_lines"]
 
 # `METHOD target HTTP/x.y` (RFC 9112 §3), and `field-name: value` with a token as the name (RFC 9110 §5.1).
 _REQUEST_LINE = re.compile(rb"^[A-Z]{3,16} \S+ HTTP/\d(?:\.\d)?\s*$")
@@ -53,8 +55,17 @@ def refuse(message: str) -> bytes:
     return error_line(MessageError(types.INVALID_REQUEST, message))
 
 
-def first_line_is_initialize(line: bytes | MessageError | None) -> str | None:
-    """Why `line` cannot open an MCP connection, or None when it is an `initialize` request."""
+def _opens_mcp(message: types.JSONRPCRequest) -> bool:
+    if message.method in ("initialize", "server/discover"):
+        return True
+    # Protocol 2026-07-28 has no handshake: every request says its revision in its envelope.
+    meta = (message.params or {}).get("_meta")
+    return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
+
+
+def first_line_opens_mcp(line: bytes | MessageError | None) -> str | None:
+    """Why `line` cannot open an MCP connection, or None when it can: `initialize`, or a request of
+    protocol 2026-07-28 on (`server/discover`, or one with the protocol version in its `_meta`)."""
     how = 'Send {"jsonrpc":"2.0","id":1,"method":"initialize","params":{...}} as the first message.'
     if line is None:
         return f"Refused: no message arrived in time. {how}"
@@ -66,7 +77,7 @@ def first_line_is_initialize(line: bytes | MessageError | None) -> str | None:
         message = parse_message(line)
     except MessageError as error:
         return f"Refused: the first message is not JSON-RPC ({error.message}). {how}"
-    if not isinstance(message, types.JSONRPCRequest) or message.method != "initialize":
+    if not isinstance(message, types.JSONRPCRequest) or not _opens_mcp(message):
         what = getattr(message, "method", None) or "not a request"
         return f"Refused: the first message must be initialize, not {what}; nothing was run. {how}"
     return None

@@ -43,7 +43,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from graphmem._version import __version__
 from graphmem.config import NetworkSettings
 from graphmem.explorer import Explorer
-from graphmem.server import AppState
+from graphmem.server import AppState, end_listen_streams
 from graphmem.transports.channel import DRAIN_SECONDS
 from graphmem.transports.deadline import with_request_deadline
 from graphmem.transports.guard import OPEN_PATHS, RequestGuard, allowed_host_names
@@ -103,7 +103,7 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
     """The ASGI app serving `server` at /mcp and a health check at /health, behind the guard.
 
     Returns:
-        The app, and a function that ends the open GET streams (call it when shutting down).
+        The app, and a function that ends the open GET and listen streams (call it when shutting down).
     """
     sessions = RecyclingSessionManager(
         app=server,
@@ -137,7 +137,12 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
         credentials=network.credentials,
         open_paths=OPEN_PATHS | explorer.open_paths(),
     )
-    return guard, streams.close_all
+
+    def close_streams() -> None:
+        streams.close_all()
+        end_listen_streams(server)
+
+    return guard, close_streams
 
 
 class _GracefulServer(uvicorn.Server):

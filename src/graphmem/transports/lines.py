@@ -69,18 +69,26 @@ class MessageError(Exception):
     Attributes:
         code: the JSON-RPC error code.
         message: what was wrong and what to do instead.
+        data: the error's `data`, for codes that define one (-32022: the versions supported).
         request_id: the id of the request, when it could be read.
         batch_ids: for a JSON-RPC batch, the ids of the requests in it; each gets the error.
     """
 
     def __init__(
-        self, code: int, message: str, request_id: Any = None, *, batch_ids: tuple[Any, ...] | None = None
+        self,
+        code: int,
+        message: str,
+        request_id: Any = None,
+        *,
+        batch_ids: tuple[Any, ...] | None = None,
+        data: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.request_id = request_id
         self.batch_ids = batch_ids
+        self.data = data
 
 
 def _guess_id(raw: bytes) -> Any:
@@ -230,8 +238,12 @@ def _wire_id(value: Any) -> Any:
 
 
 def error_line(error: MessageError) -> bytes:
+    described: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.data is not None:
+        described["data"] = error.data
+
     def answer(request_id: Any) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": _wire_id(request_id), "error": {"code": error.code, "message": error.message}}
+        return {"jsonrpc": "2.0", "id": _wire_id(request_id), "error": described}
 
     body: Any = [answer(i) for i in error.batch_ids] if error.batch_ids else answer(error.request_id)
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"

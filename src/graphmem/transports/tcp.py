@@ -18,7 +18,8 @@ timeout gets a JSON-RPC error (code -32001) and the connection is closed. With n
 tokens (--tokens-file), the token's identity rides on every message of the connection
 (`ctx.request`), so a read-only token cannot write and changes record their author.
 
-With or without a token, the first MCP line must be `initialize`, and a line that
+With or without a token, the first MCP line must open MCP (`initialize`, or a request of
+protocol 2026-07-28, which has no handshake), and a line that
 looks like HTTP ends the connection: a web page can make a browser send an HTTP
 request with JSON-RPC lines in its body to this port (see `gate.py`). Either way
 the connection gets one error line (id null) and is closed, having run nothing.
@@ -47,7 +48,7 @@ from mcp.server.runner import serve_dual_era_loop
 from graphmem.config import Credential, Identity, NetworkSettings
 from graphmem.server import AppState, initialization_options
 from graphmem.transports.channel import line_channel
-from graphmem.transports.gate import first_line_is_initialize, refuse, refuse_http_lines
+from graphmem.transports.gate import first_line_opens_mcp, refuse, refuse_http_lines
 from graphmem.transports.guard import identify
 from graphmem.transports.lines import MessageError, encode_message, error_line, parse_message, read_lines
 from graphmem.transports.loop import event_loop_options, wait_for_stop_signal
@@ -173,7 +174,7 @@ async def serve_tcp(
                         if identity is None:
                             return
                     first = await _next_line(lines, network.request_timeout)
-                    refusal = first_line_is_initialize(first)
+                    refusal = first_line_opens_mcp(first)
                     if refusal is not None or not isinstance(first, bytes):
                         await write(refuse(refusal or ""))
                         return

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import signal
+import warnings
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,15 @@ from typing import Any
 import anyio
 import anyio.abc
 import httpx2
+import mcp_types as types
 import pytest
+from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPDeprecationWarning
 
+from graphmem.server import GRAPH_URI
 from tests.helpers_network import TOKEN, NetworkServer, network_server
 from tests.helpers_stdio import INITIALIZE, INITIALIZED, entity
 from tests.test_durability import stored_graph
@@ -311,3 +316,29 @@ async def test_a_session_unused_past_the_session_timeout_is_ended(tmp_path: Path
             unused = await http.post(server.url, content=ping, headers=ACCEPT | session)
     assert used.status_code == 200
     assert unused.status_code == 404
+
+
+@pytest.mark.parametrize("mode", ["--sse-response", "--json-response"])
+async def test_a_subscriber_hears_of_its_own_writes_whether_answers_are_streams_or_json(tmp_path: Path, mode: str):
+    # With JSON answers a notice cannot ride the POST's answer: it goes on the session's GET stream.
+    heard = anyio.Event()
+    updates: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+            heard.set()
+
+    memory = tmp_path / "memory.db"
+    with anyio.fail_after(60):
+        async with (
+            network_server(memory, "--http", mode) as server,
+            Client(server.url, mode="legacy", message_handler=on_message) as client,
+        ):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.subscribe_resource(GRAPH_URI)
+            created = await client.call_tool("create_entities", {"entities": [entity("Ada")]})
+            assert created.is_error is False
+            await heard.wait()
+    assert updates == [GRAPH_URI]

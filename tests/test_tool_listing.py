@@ -12,6 +12,7 @@ description.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from mcp import Client
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 
@@ -226,3 +228,56 @@ async def test_null_arguments_are_a_tool_error_naming_the_missing_field(settings
 async def test_null_arguments_are_accepted_by_read_graph(settings):
     response = await _raw_call(settings, {"name": "read_graph", "arguments": None})
     assert response["result"]["structuredContent"] == {"entities": [], "relations": []}
+
+
+def _multi_typed(schema: Any, where: str) -> list[str]:
+    """Where a schema gives a property more than one type, or a choice of schemas (anyOf, oneOf, allOf)."""
+    found = []
+    if isinstance(schema, dict):
+        if isinstance(schema.get("type"), list):
+            found.append(f"{where}: type {schema['type']}")
+        found += [f"{where}: {key}" for key in ("anyOf", "oneOf", "allOf") if key in schema]
+        for key, value in schema.items():
+            found += _multi_typed(value, f"{where}.{key}")
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            found += _multi_typed(value, f"{where}[{index}]")
+    return found
+
+
+async def test_every_schema_gives_each_property_one_type_for_clients_of_a_single_type_dialect(settings):
+    # Gemini's function declarations and OpenAPI 3.0 take one type per property; the Inspector's
+    # --strict warns on more.
+    async with Client(build_server(dataclasses.replace(settings, toolset="all")), mode="legacy") as client:
+        tools = await listed(client)
+    problems = [
+        problem
+        for name, tool in tools.items()
+        for part in ("inputSchema", "outputSchema")
+        for problem in _multi_typed(tool.get(part, {}), f"{name}.{part}")
+    ]
+    assert problems == []
+
+
+async def test_a_new_fact_in_supersedes_is_an_empty_string_or_a_null_and_a_type_may_be_a_plain_string(settings):
+    async with Client(build_server(dataclasses.replace(settings, toolset="all")), mode="legacy") as client:
+        entity = {"name": "P", "entityType": "Code", "observations": ["Uses lxml 5"]}
+        await client.call_tool("create_entities", {"entities": [entity]})
+        added = await client.call_tool(
+            "add_observations",
+            {
+                "observations": [
+                    {"entityName": "P", "contents": ["Uses lxml 6", "Runs nightly"], "supersedes": ["obs_1", ""]}
+                ]
+            },
+        )
+        assert added.is_error is False, added.content
+        also = await client.call_tool(
+            "add_observations", {"observations": [{"entityName": "P", "contents": ["Has tests"], "supersedes": [None]}]}
+        )
+        assert also.is_error is False, also.content
+        opened = (await client.call_tool("open_nodes", {"names": ["P"]})).structured_content
+        assert opened["entities"][0]["observations"] == ["Uses lxml 6", "Runs nightly", "Has tests"]
+        for entity_type in ("Code", ["Code", "Person"]):
+            found = (await client.call_tool("query_nodes", {"entityType": entity_type})).structured_content
+            assert [entity["name"] for entity in found["entities"]] == ["P"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from graphmem.core.limits import Limits
 from graphmem.core.models import DeleteOutcome, Entity, Graph, ObservationAddition, ObservationDeletion, Relation
@@ -88,9 +88,15 @@ class _AdditionArg(ToolArgs):
         if self.supersedes and len(self.supersedes) != len(self.contents):
             raise ValueError(
                 f"supersedes has {len(self.supersedes)} items for {len(self.contents)} contents; give one per "
-                "content, in order (null for a new fact), or leave supersedes out"
+                'content, in order ("" or null for a new fact), or leave supersedes out'
             )
         return self
+
+    @field_validator("supersedes")
+    @classmethod
+    def _empty_is_new(cls, supersedes: list[str | None]) -> list[str | None]:
+        # "" is how a schema of one type per property says "a new fact"; null says it too.
+        return [replaced or None for replaced in supersedes]
 
 
 class _AddObservationsArgs(ToolArgs):
@@ -437,10 +443,13 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
                                 **_NAMES,
                                 "description": "An array of observation contents to add",
                             },
+                            # One type per property: clients that map schemas to a single-type
+                            # dialect (Gemini, OpenAPI 3.0) reject ["string", "null"]. A null is
+                            # still taken, as it always was.
                             "supersedes": {
                                 "type": "array",
-                                "items": {"type": ["string", "null"]},
-                                "description": "One per content: the id of the observation it corrects, or null",
+                                "items": {"type": "string"},
+                                "description": 'One per content: the id of the fact it corrects, or "" for a new fact',
                             },
                         },
                         "required": ["entityName", "contents"],

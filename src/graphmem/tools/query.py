@@ -100,7 +100,9 @@ QUERY_TOOLS: tuple[ToolSpec, ...] = (
         ),
         input_schema=schemas.arguments(
             {
-                "entityType": {"type": ["string", "array"], "items": {"type": "string"}},
+                # An array only in the listing (one type per property, for the clients that need
+                # it); a single type given as a plain string is still taken.
+                "entityType": {"type": "array", "items": {"type": "string"}, "description": "any of these types"},
                 "minImportance": {"type": "number", "minimum": 0, "maximum": 1},
                 "createdSince": _TIME,
                 "createdUntil": _TIME,

@@ -226,7 +226,7 @@ def parse_command_line(args: list[str]) -> None:
 
 # Their answers depend on what is embedded yet: a page shows them once the background worker has
 # caught up, as a user who waits a moment sees them.
-_READS_THAT_RANK_BY_MEANING = {"search_nodes", "graph_stats"}
+READS_THAT_RANK_BY_MEANING = {"search_nodes", "graph_stats"}
 
 
 async def _embedding_done(client: Any) -> None:
@@ -240,7 +240,7 @@ async def _embedding_done(client: Any) -> None:
 async def answers_as_shown(client: Any, shown: list[Call]) -> None:
     """Make each call in turn on a connected client and assert it answers what the page shows."""
     for call in shown:
-        if call.tool in _READS_THAT_RANK_BY_MEANING:
+        if call.tool in READS_THAT_RANK_BY_MEANING:
             await _embedding_done(client)
         result = await client.call_tool(call.tool, call.arguments)
         text = "\n".join(item.text for item in result.content if item.type == "text")

@@ -76,7 +76,17 @@ OFFICIAL = NpmPackages(
 )
 MERMAID = NpmPackages("mermaid", ("mermaid@11", "jsdom@26"), "mermaid", why="the Mermaid tests run its parser")
 
-ALL = (OFFICIAL, MERMAID)
+TYPESCRIPT_SDK_VERSION = "1.32.2"
+
+TYPESCRIPT_SDK = NpmPackages(
+    "typescript-sdk",
+    (f"@modelcontextprotocol/sdk@{TYPESCRIPT_SDK_VERSION}",),
+    "@modelcontextprotocol/sdk",
+    TYPESCRIPT_SDK_VERSION,
+    why="the TypeScript SDK's client is tested on graphmem",
+)
+
+ALL = (OFFICIAL, MERMAID, TYPESCRIPT_SDK)
 
 
 def download_notice() -> list[str]:

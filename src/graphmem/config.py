@@ -22,9 +22,11 @@ from graphmem.core.limits import Limits
 from graphmem.credentials import (
     MIN_TOKEN_LENGTH,
     NEW_TOKEN,
+    UNSENDABLE,
     Credential,
     read_token_file,
     read_tokens_file,
+    sendable_token,
 )
 
 __all__ = [
@@ -479,6 +481,8 @@ def _credentials(env: Mapping[str, str], token_file: str | None, tokens_file: st
             "(hidden)",
             f"The token is shorter than {MIN_TOKEN_LENGTH} characters; {NEW_TOKEN}",
         )
+    if not sendable_token(token):
+        raise ConfigError(token_key, "(hidden)", f"The token {UNSENDABLE}")
     return (Credential(token, Identity(None, can_write=True)),)
 
 

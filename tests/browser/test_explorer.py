@@ -254,6 +254,20 @@ async def test_the_page_says_whose_token_it_holds_and_a_link_with_another_token_
         await expect(page.get_by_role("button", name="New entity")).to_be_hidden()
 
 
+async def test_a_link_with_another_token_pasted_into_the_same_tab_is_offered_and_leaves_the_address(
+    browser: Browser, team: NetworkServer
+):
+    async with open_page(browser) as page:
+        await open_explorer(page, team, WRITER)
+        await page.evaluate(f"() => {{ location.hash = 'token={READER}'; }}")
+        offer = page.get_by_role("region", name="The link's token")
+        await expect(offer).to_contain_text("carried the token of rita (read only)")
+        assert READER not in page.url
+        await offer.get_by_role("button", name="Keep mine").click()
+        await expect(offer).to_be_hidden()
+        await expect(page.locator("#signed-in")).to_have_text("Signed in as ada")
+
+
 async def test_a_link_s_token_replaces_one_the_server_refuses_and_the_page_says_so(
     browser: Browser, team: NetworkServer
 ):

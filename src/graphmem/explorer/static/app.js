@@ -119,6 +119,14 @@ $("token-offer-keep").addEventListener("click", () => {
   declineOfferedToken();
   $("token-offer").hidden = true;
 });
+// A link pasted into this tab's address bar changes only the fragment: no new page loads, so the
+// token it carries is taken out of the address here, and offered like any other.
+window.addEventListener("hashchange", () => {
+  if (!new URLSearchParams(location.hash.slice(1)).has("token")) return;
+  takeTokenFromAddress();
+  if (explorer.session) run(offerLinkToken);
+  else location.reload();
+});
 
 $("login-form").addEventListener("submit", async (event) => {
   event.preventDefault();

@@ -33,7 +33,7 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
-from graphmem.core.identity import Identity
+from graphmem.config import Identity
 from graphmem.server.access import IDENTITY_KEY
 
 __all__ = ["RecyclingSessionManager", "SessionIdFilter"]

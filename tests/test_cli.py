@@ -566,3 +566,39 @@ def test_serve_refuses_a_token_file_others_can_read(tmp_path: Path):
     result = run("serve", "--tcp", "--token-file", token_file, "-f", tmp_path / "m.db")
     assert result.exit_code == 1
     assert "chmod 600" in result.output
+
+
+LONG_NAME = "a" * 300
+# Over PATH_MAX once joined, though each folder's name is allowed.
+LONG_PATH = "/".join(["b" * 200] * 25)
+
+
+@pytest.mark.parametrize(
+    "memory", [f"{LONG_NAME}.db", f"{LONG_NAME}.jsonl", f"{LONG_PATH}/m.db", f"{LONG_PATH}/m.jsonl"]
+)
+@pytest.mark.parametrize("command", [["info"], ["stats"], ["export"], ["embed"], ["import", "-"], ["serve"]])
+def test_a_memory_path_longer_than_the_system_allows_is_one_line_for_every_command(
+    tmp_path: Path, memory: str, command: list[str]
+):
+    # Issue 27, item 18: a 40-line traceback.
+    result = run("--memory-file", tmp_path / memory, *command, input=b"")
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "give a shorter one" in result.stderr
+
+
+def test_a_memory_path_longer_than_the_system_allows_in_the_environment_or_to_migrate_is_one_line(tmp_path: Path):
+    long_memory = tmp_path / f"{LONG_NAME}.db"
+    from_env = run("info", env={"MEMORY_FILE_PATH": str(long_memory)})
+    migrated = run("migrate", "--from", tmp_path / "m.jsonl", "--to", long_memory)
+    for result in (from_env, migrated):
+        assert result.exit_code == 1
+        assert result.stderr.count("\n") == 1 and "give a shorter one" in result.stderr
+
+
+def test_an_export_to_a_name_longer_than_the_system_allows_is_one_line(tmp_path: Path):
+    memory = tmp_path / "m.jsonl"
+    memory.write_text(OFFICIAL.read_text(encoding="utf-8"), encoding="utf-8")
+    result = run("--memory-file", memory, "export", "--output", tmp_path / f"{LONG_NAME}.jsonl")
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and "File name too long" in result.stderr

@@ -208,6 +208,78 @@ def test_a_wrong_tokens_file_is_refused_saying_which_line_and_how_to_fix_it(tmp_
     assert ALICE not in message and "short-token" not in message
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"alice write {ALICE}",
+        f"{ALICE} alice write",
+        f"{ALICE} write alice",
+        f"write {ALICE} alice",
+        f"write alice {ALICE}",
+        f"alice {ALICE} {BOB}",
+        f"{ALICE} {ALICE} write",
+    ],
+)
+def test_a_tokens_file_line_in_the_wrong_order_is_refused_without_showing_the_token(tmp_path: Path, line: str):
+    # Issue 27, item 14.
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({}, tokens_file=tokens_file(tmp_path, f"bob {BOB} read\n{line}\n"))
+    message = str(caught.value)
+    assert "Line 2:" in message
+    assert ALICE not in message and BOB not in message
+
+
+def test_a_tokens_file_whose_token_is_another_line_s_name_is_refused_without_showing_it(tmp_path: Path):
+    text = f"alice {ALICE} write\n{ALICE} {BOB} read\n"
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({}, tokens_file=tokens_file(tmp_path, text))
+    assert "Line 2:" in str(caught.value)
+    assert ALICE not in str(caught.value) and BOB not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["alice-tökén-0123456789abcdef", "alice-token\x00-0123456789abcdef", "alice-token\x07-0123456789abcdef"],
+    ids=["non-ascii", "nul", "control"],
+)
+def test_a_tokens_file_token_no_client_can_send_is_refused_naming_the_line_not_the_token(tmp_path: Path, token: str):
+    # Issue 27, item 15: such a token answers 401 to everyone.
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({}, tokens_file=tokens_file(tmp_path, f"bob {BOB} read\nalice {token} write\n"))
+    message = str(caught.value)
+    assert "Line 2: the token of 'alice' holds a character a client cannot send" in message
+    assert token not in message
+
+
+@pytest.mark.parametrize("token", ["s3cret-tökén-0123456789", "s3cret-token\x01-0123456789"])
+def test_a_single_token_no_client_can_send_is_refused_without_showing_it(tmp_path: Path, token: str):
+    path = tmp_path / "token"
+    path.write_text(token, encoding="utf-8")
+    path.chmod(0o600)
+    for env, flag in (({"GRAPHMEM_TOKEN": token}, None), ({}, str(path))):
+        with pytest.raises(ConfigError) as caught:
+            NetworkSettings.from_env(env, token_file=flag)
+        assert "holds a character a client cannot send" in str(caught.value)
+        assert token not in str(caught.value)
+
+
+def test_a_tokens_file_that_is_a_folder_is_refused_saying_so(tmp_path: Path):
+    folder = tmp_path / "tokens"
+    folder.mkdir(mode=0o755)
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({}, tokens_file=str(folder))
+    assert "It is a folder, not a file" in str(caught.value)
+    assert "chmod" not in str(caught.value)
+
+
+def test_a_tokens_file_starting_with_a_byte_order_mark_is_read_as_if_it_had_none(tmp_path: Path):
+    path = tmp_path / "tokens"
+    path.write_bytes(f"\ufeffalice {ALICE} write\n".encode())
+    path.chmod(0o600)
+    network = NetworkSettings.from_env({}, tokens_file=str(path))
+    assert [c.identity for c in network.credentials] == [Identity("alice", can_write=True)]
+
+
 def test_a_tokens_file_readable_by_others_is_refused(tmp_path: Path):
     path = tokens_file(tmp_path, f"alice {ALICE} write\n", mode=0o640)
     with pytest.raises(ConfigError) as caught:

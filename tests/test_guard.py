@@ -58,20 +58,52 @@ async def test_requests_with_loopback_hosts_pass_and_others_get_421():
     assert empty.status_code == 421
 
 
-async def test_an_origin_is_allowed_by_its_host_or_exactly_and_null_is_refused():
+async def test_an_origin_is_allowed_when_this_server_serves_it_or_exactly_and_null_is_refused():
     guard = RequestGuard(ok, allowed_hosts=allowed_host_names("127.0.0.1", []), allowed_origins=["https://app.example"])
     with anyio.fail_after(5):
         async with client(guard) as http:
             codes = {
                 origin: (await http.get("/mcp", headers={"origin": origin})).status_code
-                for origin in ("http://localhost:3000", "https://app.example/", "https://evil.example", "null")
+                for origin in (
+                    "http://127.0.0.1:8765",
+                    "http://localhost:8765",
+                    "http://[::1]:8765",
+                    "https://app.example/",
+                    "https://evil.example",
+                    "null",
+                )
             }
     assert codes == {
-        "http://localhost:3000": 200,
+        "http://127.0.0.1:8765": 200,
+        "http://localhost:8765": 200,
+        "http://[::1]:8765": 200,
         "https://app.example/": 200,
         "https://evil.example": 403,
         "null": 403,
     }
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://localhost:3000", "http://127.0.0.1:8766", "http://127.0.0.1", "https://127.0.0.1:8765"]
+)
+async def test_a_loopback_origin_on_another_port_or_scheme_is_refused(origin: str):
+    # Issue 27, item 19: any loopback page, a dev server on another port included, passed.
+    guard = RequestGuard(ok, allowed_hosts=allowed_host_names("127.0.0.1", []))
+    with anyio.fail_after(5):
+        async with client(guard) as http:
+            refused = await http.post("/mcp", headers={"origin": origin})
+    assert refused.status_code == 403
+    assert "--allowed-origin" in refused.json()["error"]["message"]
+
+
+async def test_an_origin_naming_the_request_s_own_host_passes_as_a_tunnel_or_proxy_shows_it():
+    guard = RequestGuard(ok, allowed_hosts=allowed_host_names("127.0.0.1", ["memory.example"]))
+    with anyio.fail_after(5):
+        async with client(guard) as http:
+            tunnel = await http.post("/mcp", headers={"host": "localhost:9000", "origin": "http://localhost:9000"})
+            named = await http.post("/mcp", headers={"host": "memory.example", "origin": "http://memory.example"})
+            other = await http.post("/mcp", headers={"host": "localhost:9000", "origin": "http://localhost:9001"})
+    assert (tunnel.status_code, named.status_code, other.status_code) == (200, 200, 403)
 
 
 async def test_the_token_is_needed_everywhere_but_health():

@@ -5,6 +5,7 @@ Real `graphmem serve --http` / `--tcp` processes with a tokens file, and the MCP
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,9 @@ from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
 from graphmem.transports.tcp import UNAUTHORIZED
 from tests.helpers_network import network_server, tcp_client, tcp_session
-from tests.helpers_stdio import entity
+from tests.helpers_stdio import INITIALIZE, INITIALIZED, entity
 from tests.test_durability import stored_graph
-from tests.test_http import ACCEPT, INITIALIZE, sdk_session
+from tests.test_http import ACCEPT, sdk_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -147,3 +148,39 @@ async def test_on_a_postgresql_memory_tokens_and_authors_work_as_on_a_file(tmp_p
             assert await server.stop() == 0
     (ada,) = stored_graph_at(postgres_url).entities
     assert ada.extra is not None and ada.extra["createdBy"] == "alice"
+
+
+async def test_over_http_a_session_answers_only_the_token_that_opened_it_and_its_id_is_never_logged(tmp_path: Path):
+    # Issue 27, item 16: any valid token could use or end another person's session by its id.
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    create = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "create_entities", "arguments": {"entities": [entity("Mallory", "was here")]}},
+        }
+    )
+    as_alice = ACCEPT | {"authorization": f"Bearer {ALICE}"}
+    as_ci = ACCEPT | {"authorization": f"Bearer {CI}"}
+    with anyio.fail_after(30):
+        async with (
+            network_server(tmp_path / "m.db", "--http", "--log-level", "info", env=team_env(tmp_path)) as server,
+            httpx2.AsyncClient() as http,
+        ):
+            opened = await http.post(server.url, content=json.dumps(INITIALIZE), headers=as_alice)
+            session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            await http.post(server.url, content=json.dumps(INITIALIZED), headers=as_alice | session)
+            borrowed_ping = await http.post(server.url, content=ping, headers=as_ci | session)
+            borrowed_call = await http.post(server.url, content=create, headers=as_ci | session)
+            borrowed_delete = await http.delete(server.url, headers=as_ci | session)
+            unknown = await http.post(server.url, content=ping, headers=as_ci | {"mcp-session-id": "0" * 32})
+            own = await http.post(server.url, content=ping, headers=as_alice | session)
+            ended = await http.delete(server.url, headers=as_alice | session)
+            assert await server.stop() == 0
+    assert [borrowed_ping.status_code, borrowed_call.status_code, borrowed_delete.status_code] == [404, 404, 404]
+    assert borrowed_ping.json() == unknown.json(), "another person's session looks exactly like an unknown one"
+    assert (own.status_code, ended.status_code) == (200, 200)
+    assert stored_graph(tmp_path / "m.db").entities == ()
+    assert session["mcp-session-id"] not in server.stderr.decode("utf-8", errors="replace")
+    assert "session" in server.stderr.decode("utf-8", errors="replace").lower(), "the server did log at info"

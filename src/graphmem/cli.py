@@ -588,6 +588,14 @@ def _warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        # A name too long for the system, say: the write that follows says so in one line.
+        return False
+
+
 def _same_file(first: Path, second: Path) -> bool:
     try:
         return os.path.samefile(first, second)
@@ -842,7 +850,7 @@ def export(
             "Check --memory-file or MEMORY_FILE_PATH (graphmem info shows the path in use)."
         )
     if output is not None and not to_stdout:
-        if output.is_dir():
+        if _is_dir(output):
             raise click.ClickException(f"{output} is a directory; give the name of the file to write.")
         if settings.database_url is None and _same_file(output, settings.memory_path):
             raise click.ClickException(f"{output} is the memory file itself; refusing to overwrite it.")

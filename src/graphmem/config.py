@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +23,11 @@ from graphmem.core.limits import Limits
 from graphmem.credentials import (
     MIN_TOKEN_LENGTH,
     NEW_TOKEN,
+    UNSENDABLE,
     Credential,
     read_token_file,
     read_tokens_file,
+    sendable_token,
 )
 
 __all__ = [
@@ -66,6 +69,42 @@ JSONL_SUFFIXES = (".jsonl", ".json")
 def malloc_arenas_chosen_by_user(environ: Mapping[str, str] | None = None) -> bool:
     """The user set glibc's own MALLOC_ARENA_MAX, which graphmem then leaves as it is."""
     return "MALLOC_ARENA_MAX" in (os.environ if environ is None else environ)
+
+
+# The system's limits on a name and a whole path (Linux and macOS: 255 and 4096 or 1024 bytes).
+NAME_MAX = 255
+PATH_MAX = 4096 if sys.platform != "darwin" else 1024
+
+# The longest ending a backend adds to the memory's name for a file beside it: the vector
+# index's `-ivf-<16 hex>.partial`, a JSONL backup's `.bak-<time>-<n>`, SQLite's `-journal`.
+SIDE_FILE_ROOM = 32
+
+
+def check_path_length(key: str, raw_path: str, path: Path) -> None:
+    """Refuse a memory path the system would refuse, before anything tries to open it.
+
+    Raises:
+        ConfigError: a part of `path` is longer than NAME_MAX bytes (less the room its
+            files beside it need, for the last part), or the whole is longer than PATH_MAX.
+    """
+    shown = raw_path if len(raw_path) <= 80 else raw_path[:60] + "…"
+    parts = [os.fsencode(part) for part in path.parts]
+    if len(os.fsencode(str(path))) + SIDE_FILE_ROOM > PATH_MAX:
+        raise ConfigError(
+            key,
+            shown,
+            f"The path is longer than the system allows ({PATH_MAX - SIDE_FILE_ROOM} bytes, leaving room "
+            "for the files kept beside the memory); give a shorter one.",
+        )
+    for index, part in enumerate(parts):
+        limit = NAME_MAX - SIDE_FILE_ROOM if index == len(parts) - 1 else NAME_MAX
+        if len(part) > limit:
+            last = index == len(parts) - 1
+            what = "The file name" if last else "A folder name in the path"
+            why = f"the system's {NAME_MAX}, less room for the files kept beside the memory" if last else "the system's"
+            raise ConfigError(
+                key, shown, f"{what} is {len(part)} bytes long, over the {limit} allowed ({why}); give a shorter one."
+            )
 
 
 def default_memory_path() -> Path:
@@ -264,11 +303,16 @@ class Settings:
                 # Relative to the working directory, as users expect (the official
                 # server joins it to its own package folder instead).
                 path = (cwd or Path.cwd()) / path
-            if raw_path.endswith(("/", os.sep)) or path.is_dir():
+            key = "MEMORY_FILE_PATH" if memory_file is None else "--memory-file"
+            check_path_length(key, raw_path, path)
+            try:
+                is_dir = path.is_dir()
+            except OSError as error:
+                # Whatever else the system refuses in a path: said in one line, not a traceback.
+                raise ConfigError(key, raw_path, f"It cannot be used ({error.strerror or error}).") from None
+            if raw_path.endswith(("/", os.sep)) or is_dir:
                 raise ConfigError(
-                    "MEMORY_FILE_PATH" if memory_file is None else "--memory-file",
-                    raw_path,
-                    "It names a directory; give a file path such as memory.db or memory.jsonl.",
+                    key, raw_path, "It names a directory; give a file path such as memory.db or memory.jsonl."
                 )
         if strict is None:
             strict = _parse_bool("GRAPHMEM_STRICT", env.get("GRAPHMEM_STRICT", ""))
@@ -479,6 +523,8 @@ def _credentials(env: Mapping[str, str], token_file: str | None, tokens_file: st
             "(hidden)",
             f"The token is shorter than {MIN_TOKEN_LENGTH} characters; {NEW_TOKEN}",
         )
+    if not sendable_token(token):
+        raise ConfigError(token_key, "(hidden)", f"The token {UNSENDABLE}")
     return (Credential(token, Identity(None, can_write=True)),)
 
 

@@ -20,9 +20,11 @@ __all__ = [
     "ACCESS_WORDS",
     "MIN_TOKEN_LENGTH",
     "NEW_TOKEN",
+    "UNSENDABLE",
     "Credential",
     "read_token_file",
     "read_tokens_file",
+    "sendable_token",
 ]
 
 # A token shorter than this is guessable by anyone who can reach the port.
@@ -36,6 +38,10 @@ def _read_private_file(raw_path: str, key: str) -> str:
     path = Path(raw_path).expanduser()
     try:
         info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            # Checked before the mode: a folder is usually readable by others, and
+            # `chmod 600` advice would send the user the wrong way.
+            raise ConfigError(key, raw_path, "It is a folder, not a file; give the path of the file itself.")
         # Refused, not warned about: a token others can read protects nothing, and a
         # warning on a server's stderr is seldom read. ssh refuses a readable key the same way.
         if sys.platform != "win32" and info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
@@ -44,17 +50,45 @@ def _read_private_file(raw_path: str, key: str) -> str:
                 raw_path,
                 f"Other users can read it (mode {stat.filemode(info.st_mode)}); run `chmod 600 {raw_path}` first.",
             )
-        return path.read_text(encoding="utf-8")
+        # utf-8-sig: Windows editors start a UTF-8 file with a byte order mark, which
+        # would otherwise become part of the first name or token.
+        return path.read_text(encoding="utf-8-sig")
     except OSError as error:
         raise ConfigError(key, raw_path, f"It cannot be read ({error.strerror or error}).") from None
     except UnicodeDecodeError:
         raise ConfigError(key, raw_path, "It is not UTF-8 text; write it with a text editor.") from None
 
 
+def sendable_token(token: str) -> bool:
+    """Whether a client can send `token` in an HTTP header, so that it can ever match.
+
+    Only printable ASCII travels in a header unchanged: other characters are encoded
+    by the client and read back differently by the server (or refused on the way), so
+    a token holding one would answer 401 to every request with no hint why.
+    """
+    return all(" " <= char <= "~" for char in token)
+
+
+UNSENDABLE = (
+    "holds a character a client cannot send in an HTTP header (a control character or one "
+    "outside ASCII), so no request could ever match it; use letters, digits and punctuation "
+    "only, or " + NEW_TOKEN
+)
+"""The end of the sentence refusing a token `sendable_token` rejects."""
+
+
 def read_token_file(raw_path: str, key: str) -> str:
+    """The token of a single token's file: its text without surrounding white space.
+
+    Raises:
+        ConfigError: the file is readable by others, unreadable, a folder, empty, or its
+            token holds a character a client cannot send.
+    """
     token = _read_private_file(raw_path, key).strip()
     if not token:
         raise ConfigError(key, raw_path, "The file is empty; put the token on its first line.")
+    if not sendable_token(token):
+        raise ConfigError(key, raw_path, f"The token {UNSENDABLE}")
     return token
 
 
@@ -71,17 +105,63 @@ ACCESS_WORDS = ("read", "write")
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 _LINE_FORMAT = "NAME TOKEN read|write"
+_FIX_ORDER = f"write the line as `{_LINE_FORMAT}`, such as `alice TOKEN write`."
+
+
+def _shown(word: str, what: str) -> str:
+    """`word` quoted for an error message, or `what` when it could be a token.
+
+    A line in the wrong order puts the token where a name or an access word belongs,
+    so no word of a refused line is quoted unless it is too short to be a token.
+    """
+    return repr(word) if len(word) < MIN_TOKEN_LENGTH else what
+
+
+def _line_error(words: list[str]) -> str | None:
+    """What is wrong with the words of one line, or None when it is `NAME TOKEN read|write`."""
+    if len(words) != 3:
+        return (
+            f"expected three words, `{_LINE_FORMAT}`, and found {len(words)}; "
+            "write one line per person, such as `alice TOKEN write`."
+        )
+    name, token, access = words
+    if access not in ACCESS_WORDS:
+        if name in ACCESS_WORDS or token in ACCESS_WORDS:
+            return f"`read` or `write` must be the third word; {_FIX_ORDER}"
+        return (
+            f"the access {_shown(access, 'word (the third)')} is not `read` or `write`; write one of those two words."
+        )
+    if len(token) < MIN_TOKEN_LENGTH:
+        if len(name) >= MIN_TOKEN_LENGTH:
+            # Likely `TOKEN alice write`: the first word is not shown, as it may be the token.
+            return (
+                f"the second word, the token, is shorter than {MIN_TOKEN_LENGTH} characters; if the "
+                f"token came first, {_FIX_ORDER} Otherwise {NEW_TOKEN}"
+            )
+        return f"the token of {name!r} is shorter than {MIN_TOKEN_LENGTH} characters; {NEW_TOKEN}"
+    if not sendable_token(token):
+        return f"the token of {_shown(name, 'this line')} {UNSENDABLE}"
+    if not _NAME.fullmatch(name):
+        return (
+            f"the name {_shown(name, '(the first word)')} may hold only letters, digits, '.', '_', '-' and '@' "
+            "(starting with a letter or digit, at most 64); it is recorded as the author of changes."
+        )
+    if name == token:
+        return f"the name and the token are the same word; {_FIX_ORDER}"
+    return None
 
 
 def read_tokens_file(raw_path: str, key: str = "--tokens-file") -> tuple[Credential, ...]:
     """The named tokens of a tokens file: one line per person, `NAME TOKEN read|write`.
 
     Words are separated by spaces or tabs; blank lines and lines starting with `#` are
-    skipped. Nothing in an error message repeats a token.
+    skipped, and so is a byte order mark at the start. No error message repeats a token,
+    even one written where a name or an access word belongs.
 
     Raises:
-        ConfigError: the file is readable by others or unreadable, names no token, or a
-            line is malformed, repeats a name or a token, or has a short token.
+        ConfigError: the file is readable by others, unreadable or a folder, names no
+            token, or a line is malformed, repeats a name or a token, or has a token
+            that is short or that a client could not send.
     """
     text = _read_private_file(raw_path, key)
     credentials: list[Credential] = []
@@ -95,25 +175,17 @@ def read_tokens_file(raw_path: str, key: str = "--tokens-file") -> tuple[Credent
         words = line.split()
         if not words or words[0].startswith("#"):
             continue
-        if len(words) != 3:
-            raise refuse(
-                line_no,
-                f"expected three words, `{_LINE_FORMAT}`, and found {len(words)}; "
-                "write one line per person, such as `alice TOKEN write`.",
-            )
+        problem = _line_error(words)
+        if problem is not None:
+            raise refuse(line_no, problem)
         name, token, access = words
-        if not _NAME.fullmatch(name):
-            raise refuse(
-                line_no,
-                f"the name {name!r} may hold only letters, digits, '.', '_', '-' and '@' "
-                "(starting with a letter or digit, at most 64); it is recorded as the author of changes.",
-            )
+        if name in tokens or token in names:
+            # One line's token is another's name: a line is in the wrong order, and
+            # whichever word it is, it is not shown.
+            other_line = tokens[name][1] if name in tokens else names[token]
+            raise refuse(line_no, f"a word of this line is a name or token on line {other_line}; {_FIX_ORDER}")
         if name in names:
             raise refuse(line_no, f"the name {name!r} is already on line {names[name]}; give each person one line.")
-        if access not in ACCESS_WORDS:
-            raise refuse(line_no, f"the access {access!r} is not `read` or `write`; write one of those two words.")
-        if len(token) < MIN_TOKEN_LENGTH:
-            raise refuse(line_no, f"the token of {name!r} is shorter than {MIN_TOKEN_LENGTH} characters; {NEW_TOKEN}")
         if token in tokens:
             other, other_line = tokens[token]
             raise refuse(

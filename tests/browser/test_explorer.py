@@ -230,6 +230,59 @@ async def test_the_token_leaves_the_address_at_once_and_is_kept_for_the_session(
         assert WRITER not in page.url
 
 
+async def test_the_page_says_whose_token_it_holds_and_a_link_with_another_token_is_offered_not_adopted(
+    browser: Browser, team: NetworkServer
+):
+    # Issue 27, item 17: opening someone's link signed the visitor in as them, silently.
+    async with open_page(browser) as page:
+        await open_explorer(page, team, WRITER)
+        await page.goto("about:blank")
+        await page.goto(team.base + f"/#token={READER}&focus=Ada+Lovelace")
+        await settled(page)
+        assert READER not in page.url
+        await expect(page.get_by_role("heading", name="Ada Lovelace", exact=True)).to_be_visible()
+        # Still ada's tab: she may write, rita may not.
+        await expect(page.get_by_role("button", name="New entity")).to_be_visible()
+        await expect(page.locator("#signed-in")).to_have_text("Signed in as ada")
+        offer = page.get_by_role("region", name="The link's token")
+        await expect(offer).to_contain_text("carried the token of rita (read only)")
+        await expect(offer).to_contain_text("You are still signed in as ada")
+        await offer.get_by_role("button", name="Use the link's token").click()
+        await expect(page.locator("#signed-in")).to_have_text("Signed in as rita (read only)")
+        await settled(page)
+        await expect(offer).to_be_hidden()
+        await expect(page.get_by_role("button", name="New entity")).to_be_hidden()
+
+
+async def test_a_link_with_another_token_pasted_into_the_same_tab_is_offered_and_leaves_the_address(
+    browser: Browser, team: NetworkServer
+):
+    async with open_page(browser) as page:
+        await open_explorer(page, team, WRITER)
+        await page.evaluate(f"() => {{ location.hash = 'token={READER}'; }}")
+        offer = page.get_by_role("region", name="The link's token")
+        await expect(offer).to_contain_text("carried the token of rita (read only)")
+        assert READER not in page.url
+        await offer.get_by_role("button", name="Keep mine").click()
+        await expect(offer).to_be_hidden()
+        await expect(page.locator("#signed-in")).to_have_text("Signed in as ada")
+
+
+async def test_a_link_s_token_replaces_one_the_server_refuses_and_the_page_says_so(
+    browser: Browser, team: NetworkServer
+):
+    async with open_page(browser) as page:
+        await open_explorer(page, team, READER)
+        # What a tab keeps from an earlier `graphmem view`, whose token died with it.
+        await page.evaluate("() => sessionStorage.setItem('graphmem.token', 'token-of-a-server-gone-0123456789')")
+        await page.goto("about:blank")
+        await page.goto(team.base + f"/#token={WRITER}")
+        await settled(page)
+        await expect(page.locator("#signed-in")).to_have_text("Signed in as ada")
+        await expect(page.get_by_role("status")).to_contain_text("The token this tab held was refused")
+        await expect(page.get_by_role("region", name="The link's token")).to_be_hidden()
+
+
 async def test_a_shared_link_reopens_the_same_view(browser: Browser, team: NetworkServer):
     async with open_page(browser) as page:
         await open_explorer(page, team, WRITER)

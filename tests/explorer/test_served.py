@@ -97,6 +97,25 @@ async def test_view_opens_the_default_browser_without_the_key_on_its_command_lin
     assert not redirect.exists()  # removed when the explorer stopped
 
 
+async def test_view_on_port_0_takes_edits_from_its_own_page_and_refuses_other_local_pages(tmp_path: Path):
+    # Issue 27, item 19: the Origin check knows the port the server was given, 0 included.
+    memory = tmp_path / "m.db"
+    with anyio.fail_after(60):
+        async with viewing(memory, "--port", "0") as (root, token):
+            port = int(root.rsplit(":", 1)[1])
+            bearer = {"authorization": f"Bearer {token}"}
+            async with httpx2.AsyncClient(base_url=root, headers=bearer) as browser:
+
+                async def add(origin: str, name: str) -> int:
+                    body = {"name": name, "type": "person"}
+                    return (await browser.post("/api/entities/add", json=body, headers={"origin": origin})).status_code
+
+                own = await add(root, "Ada")
+                by_name = await add(f"http://localhost:{port}", "Grace")
+                other_port = await add(f"http://127.0.0.1:{port + 1}", "Mallory")
+    assert (own, by_name, other_port) == (200, 200, 403)
+
+
 async def test_view_read_only_offers_no_edits_and_refuses_them(tmp_path: Path):
     memory = tmp_path / "m.db"
     with anyio.fail_after(60):

@@ -14,9 +14,14 @@ the handlers, which read it there (`server/access.py`).
 
 A Host is allowed when its name (the port does not matter) is loopback, the address
 the server is bound to, this machine's name when it is bound to every address, or one
-given with --allowed-host. An Origin is allowed when its host is allowed in that sense,
-or it is exactly one given with --allowed-origin. A request with no Origin (any client
-that is not a browser) passes that check.
+given with --allowed-host. An Origin is allowed only when it is a page this server
+served itself, or exactly one given with --allowed-origin. A page of this server has
+the request's own origin (its scheme and Host header, as a tunnel or proxy that keeps
+the Host shows it), or an allowed host name with the port the server is bound to
+(read from the connection, so it holds for port 0 too). Any other page, a loopback one
+on another port included (a dev server, another local app), is refused: it is another
+origin, and a browser sends its requests with the user's cookies and network position.
+A request with no Origin (any client that is not a browser) passes that check.
 """
 
 from __future__ import annotations
@@ -84,6 +89,17 @@ def identify(presented: str, credentials: Iterable[Credential]) -> Identity | No
     return found
 
 
+def _port(value: str | None, scheme: str) -> int | None:
+    """The port of a Host header or URL authority, or the scheme's default when it names none."""
+    if value:
+        value = value.strip()
+        tail = value[value.rfind("]") + 1 :] if value.startswith("[") else value
+        _, colon, port = tail.rpartition(":")
+        if colon:
+            return int(port) if port.isdigit() else None
+    return {"http": 80, "https": 443}.get(scheme)
+
+
 def _is_loopback_name(name: str) -> bool:
     if name == "localhost":
         return True
@@ -132,7 +148,7 @@ class RequestGuard:
         name = host_name(host)
         return name in self.allowed_hosts or _is_loopback_name(name)
 
-    def _origin_allowed(self, origin: str) -> bool:
+    def _origin_allowed(self, origin: str, scope: Scope, host: str) -> bool:
         origin = origin.rstrip("/").lower()
         if origin in self.allowed_origins:
             return True
@@ -140,8 +156,23 @@ class RequestGuard:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             # Includes "null", which sandboxed frames and file:// pages send.
             return False
+        try:
+            port = parts.port or _port(None, parts.scheme)
+        except ValueError:
+            return False
+        # The scheme this request came by (https behind a proxy that says so with
+        # X-Forwarded-Proto, which uvicorn reads); a page of ours has the same.
+        scheme = scope.get("scheme", "http")
+        if parts.scheme != scheme:
+            return False
+        # The page came from where this request is going: a same-origin request.
+        if parts.hostname == host_name(host) and port == _port(host, scheme):
+            return True
+        # A page this server served under another of its names (localhost and 127.0.0.1).
+        server = scope.get("server")
+        bound_port = server[1] if server else None
         name = parts.hostname
-        return name in self.allowed_hosts or _is_loopback_name(name)
+        return port == bound_port and (name in self.allowed_hosts or _is_loopback_name(name))
 
     def _identity(self, authorization: str | None) -> Identity | None:
         scheme, _, presented = (authorization or "").partition(" ")
@@ -166,7 +197,7 @@ class RequestGuard:
                 path=path,
             )
         origin = headers.get("origin")
-        if origin is not None and not self._origin_allowed(origin):
+        if origin is not None and not self._origin_allowed(origin, scope, host or ""):
             logger.warning("refused a request with Origin %r", origin)
             return _refusal(
                 403,

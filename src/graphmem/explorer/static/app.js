@@ -2,7 +2,7 @@
 // server's /api/ routes. Everything it draws comes in bounded pages: the overview first, then
 // what the user asks for (a type's entities, an entity's neighbours, a path).
 
-import { ApiError, get, post, setToken, takeTokenFromAddress } from "./js/api.js";
+import { ApiError, declineOfferedToken, get, hasToken, offeredToken, post, setToken, takeTokenFromAddress } from "./js/api.js";
 import { el } from "./js/dom.js";
 import { Graph, MAX_NODES, knownTypes, separateLabels, typeColour } from "./js/graph.js";
 import { renderEntity, renderNewEntity, renderPath } from "./js/panel.js";
@@ -83,6 +83,50 @@ function askForToken(message = "") {
   $("login-error").textContent = message;
   $("login-token").focus();
 }
+
+/** Who the page is signed in as, in the top bar: the token's name, as edits record it. */
+function showWho(session) {
+  const access = session.canWrite ? "" : " (read only)";
+  let text = "";
+  if (session.who) text = `Signed in as ${session.who}${access}`;
+  else if (hasToken()) text = `Signed in with the server's token${access}`;
+  $("signed-in").textContent = text;
+}
+
+/** A link carried a token other than the tab's: say whose it is, and let the user choose. */
+async function offerLinkToken() {
+  const token = offeredToken();
+  if (token === null) return;
+  let whose = "another token";
+  try {
+    const theirs = await get("session", {}, token);
+    whose = theirs.who ? `the token of ${theirs.who}${theirs.canWrite ? "" : " (read only)"}` : "the server's token";
+  } catch {
+    whose = "a token this server refuses";
+  }
+  const mine = explorer.session.who ? `as ${explorer.session.who}` : "with the token you had";
+  $("token-offer-text").textContent = `The link you opened carried ${whose}. You are still signed in ${mine}; edits are recorded under that name.`;
+  $("token-offer-use").hidden = whose === "a token this server refuses";
+  $("token-offer").hidden = false;
+}
+
+$("token-offer-use").addEventListener("click", () => {
+  setToken(offeredToken() || "");
+  // Started again under the new token: every answer the page holds was for the old one.
+  location.reload();
+});
+$("token-offer-keep").addEventListener("click", () => {
+  declineOfferedToken();
+  $("token-offer").hidden = true;
+});
+// A link pasted into this tab's address bar changes only the fragment: no new page loads, so the
+// token it carries is taken out of the address here, and offered like any other.
+window.addEventListener("hashchange", () => {
+  if (!new URLSearchParams(location.hash.slice(1)).has("token")) return;
+  takeTokenFromAddress();
+  if (explorer.session) run(offerLinkToken);
+  else location.reload();
+});
 
 $("login-form").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -379,6 +423,7 @@ async function start() {
     loadOverview(),
   ]);
   explorer.session = session;
+  showWho(session);
   showCounts(explorer.session.counts);
   $("new-entity-button").hidden = !explorer.session.canWrite;
   const state = explorer.state;
@@ -463,7 +508,18 @@ new ResizeObserver(() => explorer.graph.cy.resize()).observe($("graph"));
 
 tracked(async () => {
   try {
-    await start();
+    try {
+      await start();
+    } catch (error) {
+      // The tab's own token is refused (a server started again with new tokens, as each
+      // `graphmem view` run is): the link's token is used instead, and the page says so.
+      if (!(error instanceof ApiError && error.status === 401) || offeredToken() === null) throw error;
+      setToken(offeredToken());
+      explorer.session = null;
+      await start();
+      say(`The token this tab held was refused, so the link's token is used: ${$("signed-in").textContent}.`);
+    }
+    await offerLinkToken();
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) askForToken();
     else report(error);

@@ -2,8 +2,15 @@
 //
 // The token arrives once (in the address's fragment from `graphmem view`, or typed into the
 // form), is kept in sessionStorage for this tab, and never goes back into the address bar.
+//
+// A token in a link is adopted only by a tab that holds none yet. A tab signed in already keeps
+// its own and the page offers the link's instead: a link can be made by anyone, and adopting its
+// token silently would record the visitor's edits under the name of whoever made it.
 
 const TOKEN_KEY = "graphmem.token";
+
+/** A token a link carried while the tab held another: kept in memory only, until the user chooses. */
+let offered = null;
 
 /** An answer that was not 2xx: `status` and the server's own message. */
 export class ApiError extends Error {
@@ -13,13 +20,18 @@ export class ApiError extends Error {
   }
 }
 
-/** Take `#token=...` out of the address (kept in sessionStorage) and return the rest of the fragment. */
+/**
+ * Take `#token=...` out of the address and return the rest of the fragment. The token is kept
+ * (in sessionStorage) when the tab holds none yet, else offered (see `offeredToken`).
+ */
 export function takeTokenFromAddress() {
   const params = new URLSearchParams(location.hash.slice(1));
   const token = params.get("token");
   if (token === null) return params;
   params.delete("token");
-  sessionStorage.setItem(TOKEN_KEY, token);
+  const held = sessionStorage.getItem(TOKEN_KEY);
+  if (!held) sessionStorage.setItem(TOKEN_KEY, token);
+  else if (held !== token) offered = token;
   const rest = params.toString();
   // replaceState, not location.hash: no history entry keeps the token either.
   history.replaceState(null, "", location.pathname + location.search + (rest ? "#" + rest : ""));
@@ -28,10 +40,25 @@ export function takeTokenFromAddress() {
 
 export function setToken(token) {
   sessionStorage.setItem(TOKEN_KEY, token);
+  offered = null;
 }
 
-function headers(extra) {
-  const token = sessionStorage.getItem(TOKEN_KEY);
+/** Whether the tab holds a token. */
+export function hasToken() {
+  return Boolean(sessionStorage.getItem(TOKEN_KEY));
+}
+
+/** The token a link carried while the tab held another, or null. */
+export function offeredToken() {
+  return offered;
+}
+
+/** Forget the offered token: the user keeps the one the tab holds. */
+export function declineOfferedToken() {
+  offered = null;
+}
+
+function headers(extra, token = sessionStorage.getItem(TOKEN_KEY)) {
   const all = { Accept: "application/json", ...extra };
   if (token) all.Authorization = "Bearer " + token;
   return all;
@@ -51,14 +78,17 @@ async function answer(response) {
   return body;
 }
 
-/** GET /api/PATH with the query parameters in `params` (undefined and null values are left out). */
-export async function get(path, params = {}) {
+/**
+ * GET /api/PATH with the query parameters in `params` (undefined and null values are left out),
+ * sent with the tab's token, or with `token` when one is given.
+ */
+export async function get(path, params = {}, token = undefined) {
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(params)) {
     if (value !== undefined && value !== null && value !== "") query.set(key, String(value));
   }
   const suffix = query.toString() ? "?" + query.toString() : "";
-  return answer(await fetch("/api/" + path + suffix, { headers: headers() }));
+  return answer(await fetch("/api/" + path + suffix, { headers: headers({}, token) }));
 }
 
 /** POST /api/PATH with a JSON body. */

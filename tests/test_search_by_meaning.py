@@ -67,6 +67,18 @@ def test_every_text_written_waits_for_its_vector_until_embedded_and_then_none_wa
     assert progress.model == memory.meaning.model().fingerprint
 
 
+def test_the_entities_with_a_text_still_waiting_are_told_apart_from_those_embedded(memory: KnowledgeGraph):
+    memory.create_entities([Entity("Bob", "person", ("relocated to Germany",)), Entity("Eve", "person", ())])
+    vectors = memory.meaning.vectors
+    assert vectors is not None
+    assert vectors.any_waiting() and vectors.waiting_among(["Bob", "Eve", "Nobody"]) == {"Bob", "Eve"}
+    _embed_all(memory)
+    memory.add_observations([ObservationAddition("Eve", ("plays the cello",))])
+    assert vectors.waiting_among(["Bob", "Eve"]) == {"Eve"}  # one new fact makes the whole entity wait
+    _embed_all(memory)
+    assert not vectors.any_waiting() and vectors.waiting_among(["Bob", "Eve"]) == set()
+
+
 def test_a_question_sharing_no_word_with_the_fact_finds_it_by_meaning_not_by_words(memory: KnowledgeGraph):
     memory.create_entities(PEOPLE)
     _embed_all(memory)

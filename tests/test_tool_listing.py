@@ -5,8 +5,8 @@ server (2026.8.31). Ours must match it except for what graphmem adds on purpose:
 `maxLength` on `search_nodes.query` (which accepts a list of strings too, unlisted), optional
 arguments and result keys (`entityType`, `limit`, `offset`, `mode` of `search_nodes`, the
 `skipped` list of `create_entities`, paging and modes of `read_graph`, `truncated` on
-answers cut to the response budget), and a guidance sentence after each official
-description.
+answers cut to the response budget, `partlyEmbedded` on a search ranked while part of the
+memory waited for its vectors), and a guidance sentence after each official description.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ INPUT_ADDITIONS = {
 OUTPUT_ADDITIONS = {
     "create_entities": {"skipped"},
     "read_graph": {"names", "summary", "totalEntities", "truncated"},
-    "search_nodes": {"truncated"},
+    "search_nodes": {"truncated", "partlyEmbedded"},
     "open_nodes": {"truncated"},
 }
 

@@ -70,6 +70,9 @@ class CountingEmbedder:
             self.counts.update(texts)
         return self._model.embed(texts)
 
+    def whole_words(self, text: str) -> list[str]:
+        return self._model.whole_words(text)
+
 
 def _table_counts(url: str) -> tuple[int, int]:
     """Rows in the vectors table and in the queue, counted."""
@@ -119,6 +122,20 @@ def test_texts_loaded_by_copy_wait_for_their_vectors_too(store: PostgresStore, m
     graph = KnowledgeGraph(store, embedder=model)
     assert _embed_all(graph) == TEXTS
     assert _names(graph, "Who moved abroad?", mode="semantic", limit=1) == ["Bob"]
+
+
+def test_the_entities_with_a_text_still_waiting_are_told_apart_from_those_embedded(memory: KnowledgeGraph):
+    memory.create_entities([Entity("Bob", "person", ("relocated to Germany",)), Entity("Eve", "person", ())])
+    vectors = memory.meaning.vectors
+    assert vectors is not None
+    assert vectors.any_waiting() and vectors.waiting_among(["Bob", "Eve", "Nobody"]) == {"Bob", "Eve"}
+    while memory.embed_pending():
+        pass
+    memory.add_observations([ObservationAddition("Eve", ("plays the cello",))])
+    assert vectors.waiting_among(["Bob", "Eve"]) == {"Eve"}  # one new fact makes the whole entity wait
+    while memory.embed_pending():
+        pass
+    assert not vectors.any_waiting() and vectors.waiting_among(["Bob", "Eve"]) == set()
 
 
 def test_an_entity_type_filter_finds_only_entities_of_that_type(memory: KnowledgeGraph):

@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 from graphmem.core.errors import GraphmemError, InvalidInputError
+from graphmem.domain.search import STOPWORDS
 from graphmem.storage.vectors import ENTITY_TEXT, EmbeddedText, PendingText, VectorStore
 
 if TYPE_CHECKING:
@@ -34,6 +35,9 @@ enough that a search waiting for the processor meanwhile waits a fraction of a s
 QUERIES_KEPT = 256
 """How many recent queries' vectors are kept (1.5 KB each)."""
 
+MEANINGFUL_LETTERS = 3
+"""The shortest word that counts as a query's content for the model ("fe", "x" do not)."""
+
 CLAIM_SECONDS = 120.0
 """How long a batch of texts stays claimed by the process embedding it: long past a
 batch's time, short enough that a crashed process's claim is soon taken up by another."""
@@ -49,6 +53,10 @@ class TextEmbedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Unit vectors for the texts, one row each."""
+        ...
+
+    def whole_words(self, text: str) -> list[str]:
+        """The words of `text` the model's vocabulary holds whole, lower-case."""
         ...
 
 
@@ -167,6 +175,15 @@ class Meaning:
             if self._query_thread is None:
                 self._query_thread = ThreadPoolExecutor(1, "graphmem-query")
         return self._query_thread.submit(self.query_vectors, queries, required=False)
+
+    def knows_a_word(self, queries: Sequence[str]) -> bool:
+        """Whether any query has a content word the model knows whole (see `fusion.meaning_counts`)."""
+        model = self.model()
+        return any(
+            len(word) >= MEANINGFUL_LETTERS and word.isalpha() and word not in STOPWORDS
+            for text in queries
+            for word in model.whole_words(text)
+        )
 
     @property
     def fingerprint(self) -> str:

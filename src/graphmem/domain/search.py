@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from graphmem.storage.words import RANKED_AT_MOST, Term, WordSearch, tokenize
 
-__all__ = ["MAX_WORD_MATCHES", "RANKED_AT_MOST", "WEIGHTS", "query_terms", "word_search"]
+__all__ = ["MAX_WORD_MATCHES", "RANKED_AT_MOST", "STOPWORDS", "WEIGHTS", "query_terms", "word_search"]
 
 # Function words carry no meaning on their own in a question to the memory; without
 # this list "Where does Alice work?" would match every entity that mentions "does".
@@ -37,7 +37,7 @@ _STOPWORD_TEXT = (
     "these they this those through to too under until up very was we were what when where which "
     "while who whom why will with would you your yours yourself yourselves tell know please "
 )
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 # Words this long are also looked for as the start of longer words ("berl" finds
 # Berlin). Shorter ones would match too much ("bo" in bolt, bottle, book...).
@@ -76,7 +76,7 @@ def query_terms(query: str) -> list[str]:
     Function words are left out, unless the query has nothing else ("The Who").
     """
     words = tokenize(query)
-    meaningful = [word for word in words if word not in _STOPWORDS]
+    meaningful = [word for word in words if word not in STOPWORDS]
     return list(dict.fromkeys(meaningful or words))
 
 

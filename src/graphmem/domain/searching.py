@@ -14,7 +14,7 @@ from graphmem.core.models import (
     Relation,
 )
 from graphmem.domain import search
-from graphmem.domain.fusion import CANDIDATES, NEAR_CANDIDATES, SEARCH_MODES, FusedHit, Fusion, fuse
+from graphmem.domain.fusion import CANDIDATES, NEAR_CANDIDATES, SEARCH_MODES, FusedHit, Fusion, fuse, meaning_counts
 from graphmem.domain.meaning import Meaning
 from graphmem.domain.reading import Reads
 from graphmem.storage.vectors import NearEntity
@@ -30,6 +30,8 @@ class RankedNames:
     total: int
     more: bool = False
     """More entities match than `total` counts (see `SearchResult.more`)."""
+    partly_embedded: bool = False
+    """Meaning took part while some of the memory's texts still waited for their vectors."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +156,14 @@ class Searches(Reads):
         if mode == "semantic":
             query_vectors = self.meaning.query_vectors(queries, required=True)
             assert query_vectors is not None
+            assert self.meaning.vectors is not None
             with self.store.read():
                 near = self._nearest(query_vectors, entity_type, (offset + limit) if limit else None)
-            return _page([FusedHit(hit.name, False, hit.score) for hit in near], limit, offset, named_at_most)
+                partly = self.meaning.vectors.any_waiting()
+            if not meaning_counts(near, self.meaning.knows_a_word(queries), self.fusion):
+                near = []  # close to nothing in particular: nothing is near
+            close = [FusedHit(hit.name, False, hit.score) for hit in near if hit.score >= self.fusion.min_similarity]
+            return replace(_page(close, limit, offset, named_at_most), partly_embedded=partly)
         if mode == "hybrid" and not wordless and self.meaning.enabled:
             return self._hybrid(queries, entity_type, limit, offset, named_at_most)
         return self._lexical(queries, entity_type, limit, offset, named_at_most)
@@ -206,16 +213,21 @@ class Searches(Reads):
         query_vectors = embedding.result()
         if query_vectors is None:
             return self._lexical(queries, entity_type, limit, offset, named_at_most)
+        assert self.meaning.vectors is not None
         with self.store.read():
             near = self._nearest(query_vectors, entity_type, None if limit is None else offset + limit)
-        if not near:
-            return self._lexical(queries, entity_type, limit, offset, named_at_most)
-        fused = fuse(words.hits, near, self.fusion)
+            # What still waits is ranked by its words alone (see fusion.py).
+            waiting = self.meaning.vectors.waiting_among([hit.name for hit in words.hits])
+            partly = bool(waiting) or self.meaning.vectors.any_waiting()
+        if not near or not meaning_counts(near, self.meaning.knows_a_word(queries), self.fusion):
+            lexical = self._lexical(queries, entity_type, limit, offset, named_at_most)
+            return replace(lexical, partly_embedded=partly)
+        fused = fuse(words.hits, near, self.fusion, waiting)
         if limit is None:
             official = [hit for hit in fused if hit.official]
             fused = official + [hit for hit in fused if not hit.official][: search.MAX_WORD_MATCHES]
         ranked = _page(fused, limit, offset, named_at_most)
-        return replace(ranked, more=words.more)
+        return replace(ranked, more=words.more, partly_embedded=partly)
 
     def official_subgraph(self, names: Sequence[str], at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         """`load_ranked(names).to_wire()` cut from `official_graph(at_most)`, or None when the

@@ -98,15 +98,22 @@ class Embedder:
                     vectors[share] = pooled
         return vectors
 
+    def whole_words(self, text: str) -> list[str]:
+        """The words of `text` the model's vocabulary holds whole, lower-case, in order.
+
+        A word the vocabulary lacks is cut into pieces ("zq" is "z" "##q"), whose vectors carry
+        little of any meaning: a query made only of such pieces is close to nothing in particular.
+        """
+        tokens = self._tokenizer.encode(_valid_text(text).strip()).tokens[1:-1]  # without [CLS] and [SEP]
+        return [
+            token
+            for index, token in enumerate(tokens)
+            if not token.startswith("##") and not (index + 1 < len(tokens) and tokens[index + 1].startswith("##"))
+        ]
+
     def _token_ids(self, text: str) -> list[int]:
         """The word-piece ids of `text`, stripped, cut at max_tokens, with [CLS] and [SEP]."""
-        try:
-            return list(self._tokenizer.encode(text.strip()).ids)
-        except TypeError:
-            # The tokenizer takes only valid Unicode. A lone surrogate becomes U+FFFD, and a pair
-            # left as two code points becomes the one character it encodes.
-            repaired = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-            return list(self._tokenizer.encode(repaired.strip()).ids)
+        return list(self._tokenizer.encode(_valid_text(text).strip()).ids)
 
     def _pooled(self, sequences: list[list[int]]) -> npt.NDArray[np.float32]:
         """The sentence vectors of `sequences`: mean of each one's token vectors, then L2-normalised."""
@@ -115,6 +122,16 @@ class Embedder:
         pooled = np.add.reduceat(hidden, batch.starts, axis=0) / batch.lengths[:, None].astype(np.float32)
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))
         return pooled.astype(np.float32, copy=False)
+
+
+def _valid_text(text: str) -> str:
+    """`text` as the tokenizer takes it: valid Unicode. A lone surrogate becomes U+FFFD, and a pair
+    left as two code points becomes the one character it encodes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _chunks(order: list[int], lengths: list[int]) -> list[list[int]]:

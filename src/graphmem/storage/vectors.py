@@ -120,6 +120,15 @@ class VectorStore(Protocol):
         """How many texts have vectors and how many wait."""
         ...
 
+    def any_waiting(self) -> bool:
+        """Whether any text waits for its vector (cheap: one probe)."""
+        ...
+
+    def waiting_among(self, names: Sequence[str]) -> set[str]:
+        """Those of the named entities with a text still waiting for its vector (its name,
+        aliases or any observation): a search by meaning cannot yet judge them whole."""
+        ...
+
     def use_model(self, fingerprint: str) -> bool:
         """Make `fingerprint` the model of the stored vectors (a write). If another model made
         them, they are dropped and every text waits again; True when that happened."""

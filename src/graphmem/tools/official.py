@@ -302,6 +302,14 @@ def _read_outlines(ctx: ToolContext, args: _ReadGraphArgs) -> ToolOutput:
 
 
 def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
+    output, ranked = _search_nodes(ctx, args)
+    if not ranked.partly_embedded:
+        return output
+    # Structured only: the text stays the official answer.
+    return replace(output, structured={**output.structured, "partlyEmbedded": True})
+
+
+def _search_nodes(ctx: ToolContext, args: _SearchArgs) -> tuple[ToolOutput, RankedNames]:
     if args.limit is None and ctx.search_budget is not None:
         # Asked without a limit, the answer is sized for an agent's context, not the whole budget.
         ctx = replace(ctx, response_budget=ctx.search_budget)
@@ -333,18 +341,18 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
         wire = ctx.graph.official_subgraph(ranked.names, SMALL_MEMORY)
         output = None if wire is None else output_if_it_fits(ctx, wire)
         if output is not None:
-            return output
+            return output, ranked
     graph, fitted = loaded if loaded is not None else ranked_that_fit(ctx, ranked.names)
     if fitted is None and len(graph.entities) == ranked.total and not ranked.more:
         output = output_if_it_fits(ctx, graph.to_wire())
         if output is not None:
-            return output
+            return output, ranked
     if fitted is None:
         fitted = fit_graph(graph, ctx.response_budget)
     wire = fitted.graph.to_wire()
     kept = list(dict.fromkeys(entity.name for entity in fitted.graph.entities))
     if not fitted.cut and len(kept) == ranked.total and not ranked.more:
-        return ToolOutput(wire, dump_json(wire))
+        return ToolOutput(wire, dump_json(wire)), ranked
     # The answer is ranked by name; a cut between two entities sharing a name (a JSONL
     # file may hold such twins) shows that name again on the next page.
     if fitted.cut and any(entity.name == kept[-1] for entity in graph.entities[len(fitted.graph.entities) :]):
@@ -360,7 +368,7 @@ def search_nodes(ctx: ToolContext, args: _SearchArgs) -> ToolOutput:
     if ranked.more:
         truncated["atLeast"] = True
     note = _search_cut_note(len(kept), ranked, ctx.response_budget, how)
-    return ToolOutput({**wire, "truncated": truncated}, dump_json(wire), (note,))
+    return ToolOutput({**wire, "truncated": truncated}, dump_json(wire), (note,)), ranked
 
 
 def _search_cut_note(shown: int, ranked: RankedNames, budget_tokens: int, how: str) -> str:
@@ -589,7 +597,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
             },
             ["query"],
         ),
-        output_schema=schemas.BOUNDED_GRAPH_RESULT,
+        output_schema=schemas.SEARCH_RESULT,
         annotations=READ,
         arguments=_SearchArgs,
         run=search_nodes,

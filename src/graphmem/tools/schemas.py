@@ -20,6 +20,7 @@ __all__ = [
     "READ_GRAPH_INPUT",
     "READ_GRAPH_RESULT",
     "RELATION",
+    "SEARCH_RESULT",
     "TRUNCATED",
     "closed",
     "arguments",
@@ -134,6 +135,13 @@ TRUNCATED: dict[str, Any] = {
 BOUNDED_GRAPH_RESULT = {
     **GRAPH_RESULT,
     "properties": {**GRAPH_RESULT["properties"], "truncated": TRUNCATED},
+}
+
+# A search's answer: a bounded graph, and whether meaning ranked it while part of the memory
+# still waited for its vectors (those entities were ranked by their words).
+SEARCH_RESULT = {
+    **BOUNDED_GRAPH_RESULT,
+    "properties": {**BOUNDED_GRAPH_RESULT["properties"], "partlyEmbedded": {"type": "boolean"}},
 }
 
 READ_GRAPH_INPUT = input_schema(

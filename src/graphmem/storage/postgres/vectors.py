@@ -30,7 +30,7 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from graphmem.core.models import Entity
-from graphmem.storage.postgres.reads import _Reads
+from graphmem.storage.postgres.reads import _Reads, _texts
 from graphmem.storage.postgres.text import escape, extra_of, unescape
 from graphmem.storage.vectors import (
     ENTITY_TEXT,
@@ -328,6 +328,25 @@ class _Vectors(_Reads):
                 " (SELECT fingerprint FROM vector_model WHERE id = 1) FROM graphmem_state AS s WHERE s.id = 1"
             )
         return VectorProgress(int(texts) - int(waiting), int(waiting), model)
+
+    def any_waiting(self) -> bool:
+        if self.why_no_vectors is not None:
+            return False
+        with self.read():  # type: ignore[attr-defined]
+            return bool(self._rows("SELECT 1 FROM vector_queue LIMIT 1"))
+
+    def waiting_among(self, names: Sequence[str]) -> set[str]:
+        if self.why_no_vectors is not None or not names:
+            return set()
+        with self.read():  # type: ignore[attr-defined]
+            rows = self._rows(
+                "SELECT e.name FROM entities AS e WHERE e.name = ANY(%s) AND EXISTS (SELECT 1 FROM vector_queue)"
+                f" AND (EXISTS (SELECT 1 FROM vector_queue AS q WHERE q.kind = {ENTITY_TEXT} AND q.row_id = e.id)"
+                " OR EXISTS (SELECT 1 FROM observations AS o JOIN vector_queue AS q"
+                f"  ON q.kind = {OBSERVATION_TEXT} AND q.row_id = o.id WHERE o.entity_id = e.id))",
+                (_texts(names),),
+            )
+        return {unescape(row[0]) for row in rows}
 
     def use_model(self, fingerprint: str) -> bool:
         if self.why_no_vectors is not None:

@@ -192,6 +192,27 @@ class _Vectors(_Reads):
             row = self._conn.execute("SELECT fingerprint FROM vector_model").fetchone()
         return VectorProgress(embedded, waiting, row[0] if row else None)
 
+    def any_waiting(self) -> bool:
+        with self.read():  # type: ignore[attr-defined]
+            return self._conn.execute("SELECT 1 FROM vectors_stale LIMIT 1").fetchone() is not None
+
+    def waiting_among(self, names: Sequence[str]) -> set[str]:
+        waiting: set[str] = set()
+        with self.read():  # type: ignore[attr-defined]
+            if self._conn.execute("SELECT 1 FROM vectors_stale LIMIT 1").fetchone() is None:
+                return waiting  # the usual case once the worker has caught up: one probe
+            for chunk in _chunks(list(dict.fromkeys(names))):
+                rows = self._conn.execute(
+                    "SELECT e.name FROM entities AS e"
+                    f" WHERE e.name IN ({', '.join('?' * len(chunk))}) AND ("
+                    f"  EXISTS (SELECT 1 FROM vectors_stale AS s WHERE s.kind = {ENTITY_TEXT} AND s.row_id = e.id)"
+                    "  OR EXISTS (SELECT 1 FROM observations AS o JOIN vectors_stale AS s"
+                    f"   ON s.kind = {OBSERVATION_TEXT} AND s.row_id = o.id WHERE o.entity_id = e.id))",
+                    tuple(chunk),
+                )
+                waiting.update(row[0] for row in rows)
+        return waiting
+
     def use_model(self, fingerprint: str) -> bool:
         with self.write():  # type: ignore[attr-defined]
             row = self._conn.execute("SELECT fingerprint FROM vector_model").fetchone()

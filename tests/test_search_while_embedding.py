@@ -10,19 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import anyio
 import pytest
 from benchmarks.retrieval.evaluate import ranked_names
 from benchmarks.retrieval.sets import EvalSet, Memory, load_meaning, load_quality
-from mcp import Client
 
-from graphmem.config import Settings
 from graphmem.core.models import Entity
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.embedding import Embedder, load_embedder
-from graphmem.server import build_server
 from graphmem.storage.sqlite import SQLiteStore
+from graphmem.tools import ALL_TOOLS, ToolContext
 
 STAGES = (10, 25, 50, 75, 100)
 """Percent of the memory's texts embedded when the questions are asked."""
@@ -101,29 +99,22 @@ def test_an_entity_not_embedded_yet_keeps_the_place_its_words_give_it(part_embed
     assert ranked_names(part_embedded, query, "hybrid")[0] == "Ada"
 
 
-@pytest.mark.anyio
-async def test_search_nodes_says_when_part_of_the_memory_was_not_embedded_yet(tmp_path: Path):
-    settings = Settings(memory_path=tmp_path / "memory.db", toolset="all")
-    async with Client(build_server(settings), mode="legacy") as client:
-        people = [
-            {"name": "Ada", "entityType": "person", "observations": ["relocated to Germany last spring"]},
-            {"name": "Ben", "entityType": "person", "observations": ["plays bass in a jazz band"]},
-            {"name": "Cleo", "entityType": "person", "observations": ["owns a red bicycle"]},
-        ]
-        await client.call_tool("create_entities", {"entities": people})
-        # The worker waits a second after the first call before it loads the model.
-        early = await client.call_tool("search_nodes", {"query": "Who moved abroad?", "limit": 5})
-        assert early.structured_content is not None
-        assert early.structured_content.get("partlyEmbedded") is True
-        # The official text is unchanged: the flag is in the structured answer only.
-        assert "partlyEmbedded" not in early.content[0].text  # type: ignore[union-attr]
-        with anyio.fail_after(60):
-            while (await client.call_tool("graph_stats", {})).structured_content["embedding"]["waiting"]:  # type: ignore[index]
-                await anyio.sleep(0.05)
-        late = await client.call_tool("search_nodes", {"query": "Who moved abroad?", "limit": 5})
-        assert late.structured_content is not None
-        assert "partlyEmbedded" not in late.structured_content
-        assert [entity["name"] for entity in late.structured_content["entities"]][:1] == ["Ada"]
+def _search_tool(graph: KnowledgeGraph, arguments: dict[str, Any]) -> Any:
+    (spec,) = [spec for spec in ALL_TOOLS if spec.name == "search_nodes"]
+    return spec.run(ToolContext(graph), spec.arguments.model_validate(arguments))
+
+
+def test_search_nodes_says_when_meaning_ranked_it_while_part_of_the_memory_waited(part_embedded: KnowledgeGraph):
+    question = {"query": "Who has a hot drink early in the day?", "limit": 5}
+    early = _search_tool(part_embedded, question)
+    assert early.structured["partlyEmbedded"] is True
+    # The official text is unchanged: the flag is in the structured answer only.
+    assert "partlyEmbedded" not in early.text
+    _embed(part_embedded, 1000)
+    late = _search_tool(part_embedded, question)
+    assert "partlyEmbedded" not in late.structured
+    # A search the words alone answered says nothing either: its answer is the official one.
+    assert set(_search_tool(part_embedded, {"query": "Nonexistent"}).structured) == {"entities", "relations"}
 
 
 GIBBERISH = ["zq", "FÉ", "x", "qwerty", "kwyjibo flurb", "lorem ipsum", "blorptastic wumbo", "Jhon", "xkcd"]

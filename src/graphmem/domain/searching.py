@@ -31,7 +31,8 @@ class RankedNames:
     more: bool = False
     """More entities match than `total` counts (see `SearchResult.more`)."""
     partly_embedded: bool = False
-    """Meaning took part while some of the memory's texts still waited for their vectors."""
+    """Meaning took part in the ranking while some of the memory's texts still waited for their
+    vectors (never set when the words alone answered)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,8 +221,8 @@ class Searches(Reads):
             waiting = self.meaning.vectors.waiting_among([hit.name for hit in words.hits])
             partly = bool(waiting) or self.meaning.vectors.any_waiting()
         if not near or not meaning_counts(near, self.meaning.knows_a_word(queries), self.fusion):
-            lexical = self._lexical(queries, entity_type, limit, offset, named_at_most)
-            return replace(lexical, partly_embedded=partly)
+            # Meaning took no part: the answer is the words' (and, with no extra argument, the official one).
+            return self._lexical(queries, entity_type, limit, offset, named_at_most)
         fused = fuse(words.hits, near, self.fusion, waiting)
         if limit is None:
             official = [hit for hit in fused if hit.official]

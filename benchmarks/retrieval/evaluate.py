@@ -158,10 +158,12 @@ class Report:
 
     @property
     def embedded(self) -> int:
+        """The texts embedded by the last stage, over every memory."""
         return self.stages[-1].embedded
 
     @property
     def embed_seconds(self) -> float:
+        """The time spent embedding, over every stage and memory."""
         return sum(stage.embed_seconds for stage in self.stages)
 
     def summary(self) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ Stage 0 leaves search by meaning nothing to find, stage 100 is the memory fully 
 Baseline (27 Nov 2026, search code of af80650), LoCoMo few-turns (3 turns per entity, 1,532
 questions), recall@5 overall: lexical 0.726 at every stage; semantic 0 / 0.115 / 0.229 /
 0.466 and hybrid 0.726 / 0.595 / 0.642 / 0.715 at 0 / 25 / 50 / 100. A memory part-embedded
-is searched worse by hybrid than by words alone; the fusion is what has to change.
+is searched worse by hybrid than by words alone, and even fully embedded hybrid is under lexical at 5.
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """Load a set into a fresh memory, embed it, ask every question in every mode, and score the answers.
 
+With embedding stages (`stages`), each memory is embedded part of the way, asked every
+question in every mode, embedded further, asked again, and so on: the scores are kept per
+stage and mode. Lexical search does not change with the stage and is asked at each all the same,
+so that every stage's table reads alone.
+
 Scores per question, averaged over a category and over the whole set:
 
 - recall@k: the share of the question's answer entities among the first k results;
@@ -24,10 +29,20 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.retrieval.sets import EvalSet, Memory, Question
+from benchmarks.retrieval.stages import FULL, embed_until, stage_target, waiting_texts
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage.sqlite import SQLiteStore
 
-__all__ = ["MODES", "Report", "Scores", "evaluate", "missing_meaning_search", "open_memory", "ranked_names"]
+__all__ = [
+    "MODES",
+    "Report",
+    "Scores",
+    "Stage",
+    "evaluate",
+    "missing_meaning_search",
+    "open_memory",
+    "ranked_names",
+]
 
 MODES = ("lexical", "semantic", "hybrid")
 DEPTH = 10
@@ -102,25 +117,78 @@ class Scores:
 
 
 @dataclass
-class Report:
-    """What one evaluation measured."""
+class Stage:
+    """The scores of every mode with a given share of each memory embedded."""
 
-    set_name: str
+    percent: int
     modes: dict[str, Scores]
-    skipped: str | None
-    """Why semantic and hybrid are absent, if they are."""
-    embed_seconds: float = 0.0
     embedded: int = 0
-    questions: int = 0
+    """Texts with a vector when the questions were asked, over every memory."""
+    waiting: int = 0
+    """Texts waiting for one once the memories were loaded, over every memory."""
+    embed_seconds: float = 0.0
+    """The time spent embedding to reach this stage from the one before."""
 
     def as_dict(self) -> dict[str, Any]:
-        """The report as plain data (the command's --json)."""
+        """The stage as plain data."""
+        return {
+            "stage": self.percent,
+            "embedded": self.embedded,
+            "waiting": self.waiting,
+            "embed_seconds": self.embed_seconds,
+            "modes": {mode: scores.summary() for mode, scores in self.modes.items()},
+        }
+
+
+@dataclass
+class Report:
+    """What one evaluation measured: per embedding stage, per mode."""
+
+    set_name: str
+    stages: list[Stage]
+    """In rising order; one, at 100, unless stages were asked for."""
+    skipped: str | None
+    """Why semantic and hybrid are absent, if they are."""
+    questions: int = 0
+
+    @property
+    def modes(self) -> dict[str, Scores]:
+        """The scores at the last stage (the fully embedded memory, unless told otherwise)."""
+        return self.stages[-1].modes
+
+    @property
+    def embedded(self) -> int:
+        """The texts embedded by the last stage, over every memory."""
+        return self.stages[-1].embedded
+
+    @property
+    def embed_seconds(self) -> float:
+        """The time spent embedding, over every stage and memory."""
+        return sum(stage.embed_seconds for stage in self.stages)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Per stage, recall@5 and @10 overall of each mode."""
+        rows = []
+        for stage in self.stages:
+            overall = {mode: scores.summary()["overall"] for mode, scores in stage.modes.items()}
+            rows.append(
+                {
+                    "stage": stage.percent,
+                    **{mode: {key: row[key] for key in ("recall@5", "recall@10")} for mode, row in overall.items()},
+                }
+            )
+        return rows
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as plain data (the command's --json); `modes` is the last stage's."""
         return {
             "set": self.set_name,
             "questions": self.questions,
             "embedding": {"texts": self.embedded, "seconds": self.embed_seconds},
             "skipped": self.skipped,
             "modes": {mode: scores.summary() for mode, scores in self.modes.items()},
+            "stages": [stage.as_dict() for stage in self.stages],
+            "summary": self.summary(),
         }
 
 
@@ -137,35 +205,56 @@ def load(graph: KnowledgeGraph, memory: Memory, *, through_tools: bool) -> None:
 
 
 def evaluate(
-    eval_set: EvalSet, modes: Iterable[str] = MODES, *, through_tools: bool = False, embed: bool | None = None
+    eval_set: EvalSet,
+    modes: Iterable[str] = MODES,
+    *,
+    through_tools: bool = False,
+    embed: bool | None = None,
+    stages: Sequence[int] = (FULL,),
 ) -> Report:
-    """Load each memory of the set into a fresh SQLite file, embed it, and ask every question per mode.
+    """Load each memory of the set into a fresh SQLite file, then, at each stage, embed it that far
+    and ask every question per mode.
 
     Args:
         through_tools: load with create_entities (as the official tools do) instead of import_graph.
         embed: use the embedding model; by default, when graphmem has one.
+        stages: the percentages of each memory's waiting texts embedded before the questions are
+            asked (see `benchmarks.retrieval.stages`), in rising order.
     """
+    if not stages or list(stages) != sorted(set(stages)):
+        raise ValueError(f"stages {list(stages)} are not distinct and in rising order")
     skipped = missing_meaning_search()
     if embed is None:
         embed = skipped is None
     wanted = [mode for mode in modes if embed or mode == "lexical"]
-    report = Report(eval_set.name, {mode: Scores() for mode in wanted}, None if embed else skipped)
+    report = Report(
+        eval_set.name,
+        [Stage(percent, {mode: Scores() for mode in wanted}) for percent in stages],
+        None if embed else skipped,
+    )
     with tempfile.TemporaryDirectory(prefix="graphmem-retrieval-") as directory:
         for number, memory in enumerate(eval_set.memories):
             graph = open_memory(Path(directory) / f"memory-{number}.db", embed=embed)
             try:
                 load(graph, memory, through_tools=through_tools)
-                if embed:
+                waiting = waiting_texts(graph)
+                embedded = 0
+                for stage in report.stages:
                     started = time.perf_counter()
-                    while batch := graph.embed_pending():  # type: ignore[attr-defined]
-                        report.embedded += batch
-                    report.embed_seconds += time.perf_counter() - started
-                for question in memory.questions:
-                    report.questions += 1
-                    for mode in wanted:
-                        started = time.perf_counter()
-                        names = ranked_names(graph, question.text, mode)
-                        report.modes[mode].add(question, names, time.perf_counter() - started)
+                    embedded = embed_until(graph, stage_target(waiting, stage.percent), embedded)
+                    stage.embed_seconds += time.perf_counter() - started
+                    stage.embedded += embedded
+                    stage.waiting += waiting
+                    _ask(graph, memory.questions, stage.modes)
+                report.questions += len(memory.questions)
             finally:
                 graph.store.close()
     return report
+
+
+def _ask(graph: KnowledgeGraph, questions: Iterable[Question], scores: dict[str, Scores]) -> None:
+    for question in questions:
+        for mode, scored in scores.items():
+            started = time.perf_counter()
+            names = ranked_names(graph, question.text, mode)
+            scored.add(question, names, time.perf_counter() - started)

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import anyio
 from mcp import Client
-
 from tests.helpers_network import network_server
 from tests.helpers_postgres import running_stoppable_postgres
 
@@ -47,7 +46,10 @@ async def _client(url: str, index: int, calls: list[Call], origin: list[float], 
         while time.monotonic() < until:
             n += 1
             if n % 2:
-                tool, arguments = "add_observations", {"observations": [{"entityName": name, "contents": [f"fact {n}"]}]}
+                tool, arguments = (
+                    "add_observations",
+                    {"observations": [{"entityName": name, "contents": [f"fact {n}"]}]},
+                )
             else:
                 tool, arguments = "open_nodes", {"names": [name]}
             started = time.monotonic()
@@ -76,7 +78,9 @@ async def measure(clients: int, outage: float, after: float) -> None:
                 started_again = time.monotonic()
                 await anyio.to_thread.run_sync(database.start)
                 back = time.monotonic() - origin[0]
-                print(f"database stopped at 0.0 s, started again at {started_again - origin[0]:.1f} s, up at {back:.1f} s")
+                print(
+                    f"database stopped at 0.0 s, started again at {started_again - origin[0]:.1f} s, up at {back:.1f} s"
+                )
             log = server.stderr.decode("utf-8", errors="replace")
     _report(calls, back, log)
 

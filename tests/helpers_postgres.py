@@ -516,9 +516,8 @@ def running_stoppable_postgres() -> Iterator[StoppablePostgres]:
     install = _install_folder()
     if install is None:
         raise RuntimeError(postgres_unavailable() or "no PostgreSQL server")
-    with _private_folder("graphmem-pg-") as root:
-        with _serving(_wheel_binaries(install, root), root, None) as server:
-            yield server
+    with _private_folder("graphmem-pg-") as root, _serving(_wheel_binaries(install, root), root, None) as server:
+        yield server
 
 
 def _stop(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:

@@ -7,7 +7,9 @@ the store, so a crash loses nothing (the claim expires and the texts are taken u
 here or by another process on the same memory), and a write never waits for the model.
 When nothing waits, the worker looks again each `POLL_SECONDS`, but only if the memory
 changed (a cheap version check): a fact written now is found by meaning about
-`POLL_SECONDS` plus one batch later. Before each batch it lets a burst of the clients'
+`POLL_SECONDS` plus one batch later. Texts another process claimed are looked for again
+when its claim lapses, which changes nothing in the memory: that process may have been
+killed, and its texts would otherwise wait for the next write. Before each batch it lets a burst of the clients'
 calls pass (up to a second), so that on a machine of two cores a client's call does not
 share its core with the model.
 
@@ -24,6 +26,7 @@ and says so again once it can go on. Nothing is lost meanwhile: the texts wait i
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -169,15 +172,20 @@ class EmbeddingWorker:
         except Exception:  # a search reads it then
             _log.warning("could not read the vector index ahead of the first search", exc_info=True)
         idle_at: Hashable | None = None
+        look_again_at = math.inf
         while not self._stopping.is_set() and self._meaning.enabled:
             try:
                 version = store.version()
-                if version is not None and version == idle_at:
+                if version is not None and version == idle_at and time.monotonic() < look_again_at:
                     outage.over()
                     self._stopping.wait(POLL_SECONDS)
                     continue
-                # The version read before the claim: a write after it is looked for next time.
-                idle_at = None if self._one_batch(vectors) else version
+                if self._one_batch(vectors):
+                    idle_at = None
+                else:
+                    # The version read before the claim: a write after it is looked for next time.
+                    idle_at = version
+                    look_again_at = _when_a_claim_lapses(vectors)
                 outage.over()
             except InvalidInputError:  # the model could not be loaded: meaning is off (and logged)
                 return
@@ -201,3 +209,9 @@ class EmbeddingWorker:
         """Embed one batch on the worker's connection; False when nothing was waiting."""
         self._yield_to_clients()
         return self._meaning.embed_pending(EMBED_BATCH, vectors=vectors, abandon=self._stopping.is_set) > 0
+
+
+def _when_a_claim_lapses(vectors: VectorStore) -> float:
+    """When (`time.monotonic()`) the soonest claim another process holds lapses; infinity when none is held."""
+    lapses_in = vectors.seconds_until_a_claim_lapses()
+    return math.inf if lapses_in is None else time.monotonic() + max(lapses_in, POLL_SECONDS)

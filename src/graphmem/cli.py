@@ -447,11 +447,11 @@ def _access_summary(tokens_file: str | None) -> str | None:
 def _log_to_stderr(level: str) -> None:
     """Log records from `level` up go to stderr, one line each."""
     logging.basicConfig(stream=sys.stderr, level=level.upper(), format="graphmem %(levelname)s: %(message)s")
-    # psycopg's pool warns at every failed reconnection attempt and every connection it drops:
-    # a dozen lines a minute during a PostgreSQL outage, which graphmem reports once itself.
-    # --log-level debug shows them.
+    # psycopg warns at every failed reconnection attempt of its pool, every connection it drops
+    # and every pipeline a lost connection ends: a dozen lines a minute during a PostgreSQL
+    # outage, which graphmem reports once itself. --log-level debug shows them.
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
-        logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+        logging.getLogger("psycopg").setLevel(logging.ERROR)
 
 
 def _cannot_listen(host: str, port: int, error: BaseException) -> click.ClickException | None:

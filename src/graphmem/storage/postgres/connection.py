@@ -118,7 +118,8 @@ def unreachable_reason(error: psycopg.Error, url: str) -> str:
     "connection to server at ..." the caller names itself."""
     message = _without_secrets(str(error).strip(), url)
     first_line = message.splitlines()[0] if message else type(error).__name__
-    return _LIBPQ_PREFIX.sub("", first_line).strip() or first_line
+    # libpq pads its severity ("FATAL:  the database system is shutting down").
+    return " ".join(_LIBPQ_PREFIX.sub("", first_line).split()) or first_line
 
 
 def _without_secrets(message: str, url: str | None) -> str:

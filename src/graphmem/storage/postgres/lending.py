@@ -77,6 +77,10 @@ class ConnectionLender:
                 conn.close()
             else:
                 _give_back(pool, conn)
+                if conn.closed:
+                    # Lost while lent (the server stopped, a network cut): the next call makes
+                    # a connection of its own rather than wait for the pool to make one.
+                    self._lost(pool)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -128,7 +132,8 @@ class ConnectionLender:
         )
 
     def _lost(self, pool: ConnectionPool | None) -> None:
-        """The database did not answer: stop the pool's own reconnection attempts (each call tries instead)."""
+        """The database did not answer, or a lent connection was lost: stop the pool's own
+        reconnection attempts; each call tries a connection of its own until one is made."""
         with self._lock:
             if self._pool is not pool or pool is None:
                 return

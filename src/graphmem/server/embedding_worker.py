@@ -7,29 +7,43 @@ the store, so a crash loses nothing (the claim expires and the texts are taken u
 here or by another process on the same memory), and a write never waits for the model.
 When nothing waits, the worker looks again each `POLL_SECONDS`, but only if the memory
 changed (a cheap version check): a fact written now is found by meaning about
-`POLL_SECONDS` plus one batch later. Before each batch it lets a burst of the clients'
-calls pass (up to a second), so that on a machine of two cores a client's call does not
-share its core with the model.
+`POLL_SECONDS` plus one batch later. Texts another process claimed are looked for again
+when its claim lapses, which changes nothing in the memory: that process may have been
+killed, and its texts would otherwise wait for the next write. Before each batch it lets
+a burst of the clients' calls pass (up to a second), so that on a machine of two cores a
+client's call does not share its core with the model.
 
 The worker has a connection of its own to the memory: its short transactions (claim,
 save) are another writer's, as a second process's would be, so the clients' calls never
 queue behind them on one connection, and a client's call that finds the memory locked
 is retried exactly as it would be for another process. The embedding itself holds no lock.
+
+The worker outlives any failure of the memory (a database that is down, a disk that is full):
+it says so once, in one line, tries again after a pause that grows to `OUTAGE_RETRY_SECONDS`,
+and says so again once it can go on. Nothing is lost meanwhile: the texts wait in the store.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Hashable
 
-from graphmem.core.errors import InvalidInputError, StorageBusyError
+from graphmem.core.errors import InvalidInputError, StorageBusyError, StorageError
 from graphmem.domain.meaning import EMBED_BATCH, Meaning
 from graphmem.storage import Store
 from graphmem.storage.vectors import VectorStore
 
-__all__ = ["LONGEST_YIELD_SECONDS", "POLL_SECONDS", "QUIET_SECONDS", "START_DELAY_SECONDS", "EmbeddingWorker"]
+__all__ = [
+    "LONGEST_YIELD_SECONDS",
+    "OUTAGE_RETRY_SECONDS",
+    "POLL_SECONDS",
+    "QUIET_SECONDS",
+    "START_DELAY_SECONDS",
+    "EmbeddingWorker",
+]
 
 _log = logging.getLogger("graphmem.embedding")
 
@@ -49,7 +63,37 @@ _LOCK_WAIT_SECONDS = 2.0
 """How long one of the worker's transactions waits for another writer before it tries later."""
 
 _BACKOFF_SECONDS = 30.0
-"""How long the worker rests after a failure (the memory busy, the disk full) before trying again."""
+"""How long the worker rests after an unexpected error before trying again."""
+
+_FIRST_RETRY_SECONDS = 0.5
+OUTAGE_RETRY_SECONDS = 10.0
+"""The longest pause between the worker's attempts while the memory fails (a database that is
+down): it starts at half a second and doubles, so the worker goes on within this long of the
+memory's return, and asks an unreachable database at most this often."""
+
+
+class _Outage:
+    """Whether the worker is waiting for the memory: one line when it starts waiting, one when it goes on."""
+
+    def __init__(self) -> None:
+        self.pause = _FIRST_RETRY_SECONDS
+        self._waiting = False
+
+    def failed(self, error: StorageError) -> float:
+        """Note a failure (said once per outage); how long to wait before trying again."""
+        if not self._waiting:
+            self._waiting = True
+            _log.warning("search by meaning waits for the memory: %s", error)
+        pause = self.pause
+        self.pause = min(self.pause * 2, OUTAGE_RETRY_SECONDS)
+        return pause
+
+    def over(self) -> None:
+        """The memory answered."""
+        self.pause = _FIRST_RETRY_SECONDS
+        if self._waiting:
+            self._waiting = False
+            _log.warning("search by meaning goes on: the memory answers again")
 
 
 class EmbeddingWorker:
@@ -93,37 +137,63 @@ class EmbeddingWorker:
     def _run(self) -> None:
         if self._stopping.wait(self._start_delay):
             return
-        store = self._connect()
+        outage = _Outage()
+        store = self._open(outage)
+        if store is None:
+            return
         try:
             if not isinstance(store, VectorStore):
                 return
             # Waiting for another writer's lock costs the worker nothing but time; a short
             # wait still lets it stop promptly.
             store.wait_for_locks(_LOCK_WAIT_SECONDS)
-            self._work(store, store)
+            self._work(store, store, outage)
         finally:
             store.close()
 
-    def _work(self, store: Store, vectors: VectorStore) -> None:
+    def _open(self, outage: _Outage) -> Store | None:
+        """The worker's connection, tried again until the memory can be opened; None when stopped first."""
+        while True:
+            try:
+                store = self._connect()
+            except StorageError as error:  # the database is down: the worker waits for it
+                if self._stopping.wait(outage.failed(error)):
+                    return None
+            else:
+                outage.over()
+                return store
+
+    def _work(self, store: Store, vectors: VectorStore, outage: _Outage) -> None:
         try:
             # The index of the vectors already stored is read here, not on the first search.
             vectors.warm_vectors()
+        except StorageError as error:  # a search reads it then
+            _log.warning("could not read the vector index ahead of the first search: %s", error)
         except Exception:  # a search reads it then
             _log.warning("could not read the vector index ahead of the first search", exc_info=True)
         idle_at: Hashable | None = None
+        look_again_at = math.inf
         while not self._stopping.is_set() and self._meaning.enabled:
             try:
                 version = store.version()
-                if version is not None and version == idle_at:
+                if version is not None and version == idle_at and time.monotonic() < look_again_at:
+                    outage.over()
                     self._stopping.wait(POLL_SECONDS)
                     continue
-                # The version read before the claim: a write after it is looked for next time.
-                idle_at = None if self._one_batch(vectors) else version
+                if self._one_batch(vectors):
+                    idle_at = None
+                else:
+                    # The version read before the claim: a write after it is looked for next time.
+                    idle_at = version
+                    look_again_at = _when_a_claim_lapses(vectors)
+                outage.over()
             except InvalidInputError:  # the model could not be loaded: meaning is off (and logged)
                 return
             except StorageBusyError:  # other writers kept the memory busy: try again shortly
                 self._stopping.wait(POLL_SECONDS)
-            except Exception:  # the worker must outlive a busy or full disk; the next write retries
+            except StorageError as error:  # the database down, the disk full: said once, tried again
+                self._stopping.wait(outage.failed(error))
+            except Exception:  # a bug: the worker must outlive it; the next write retries
                 _log.warning("embedding paused for %.0f s after an error", _BACKOFF_SECONDS, exc_info=True)
                 self._stopping.wait(_BACKOFF_SECONDS)
 
@@ -139,3 +209,9 @@ class EmbeddingWorker:
         """Embed one batch on the worker's connection; False when nothing was waiting."""
         self._yield_to_clients()
         return self._meaning.embed_pending(EMBED_BATCH, vectors=vectors, abandon=self._stopping.is_set) > 0
+
+
+def _when_a_claim_lapses(vectors: VectorStore) -> float:
+    """When (`time.monotonic()`) the soonest claim another process holds lapses; infinity when none is held."""
+    lapses_in = vectors.seconds_until_a_claim_lapses()
+    return math.inf if lapses_in is None else time.monotonic() + max(lapses_in, POLL_SECONDS)

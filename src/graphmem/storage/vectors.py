@@ -105,6 +105,13 @@ class VectorStore(Protocol):
         for `lease_seconds` (a write: two processes never claim the same text)."""
         ...
 
+    def seconds_until_a_claim_lapses(self) -> float | None:
+        """How long until the soonest claim on a waiting text lapses (0 when one has lapsed
+        already), or None when no text is claimed. A lapse changes nothing in the memory, so a
+        worker that found every waiting text claimed (by a process that may since have been
+        killed) asks this to know when to look again."""
+        ...
+
     def save_vectors(self, embedded: Sequence[EmbeddedText]) -> int:
         """Store the vectors whose texts are unchanged (a write); how many were stored.
 

@@ -1,5 +1,5 @@
-"""Connections to PostgreSQL: the pool, one transaction's session settings, and the mapping of
-driver errors to graphmem's.
+"""Connections to PostgreSQL: how they are made, the pool's settings, and the mapping of driver
+errors to graphmem's (lending.py lends them to transactions, and gets through outages).
 
 Everything here works through PgBouncer in transaction mode: no server-side prepared statements
 (`prepare_threshold=None`), and every setting a transaction needs is made inside it with
@@ -9,7 +9,6 @@ and libpq does the rest.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,18 +21,32 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from graphmem.core.errors import MemoryOpenError, StorageBusyError, StorageError, TimeLimitError
 
-__all__ = ["connect_pool", "first_statement", "map_postgres_errors", "open_error"]
+__all__ = ["CONNECT_OPTIONS", "connect_pool", "map_postgres_errors", "new_pool", "open_error", "unreachable_reason"]
 
 # Small: graphmem serves one client per process (stdio) or a few calls at once (HTTP), and a
 # team's database is shared by many servers.
 POOL_MIN = 1
 POOL_MAX = 4
 
-CONNECT_TIMEOUT_SECONDS = 10
-"""How long opening one connection may take (libpq's connect_timeout)."""
+CONNECT_TIMEOUT_SECONDS = 5
+"""How long making one connection may take (libpq's connect_timeout, for each address of the
+host): during an outage, how long a call waits at most to learn the database does not answer."""
 
-POOL_WAIT_SECONDS = 30.0
-"""How long a call waits for a free connection of the pool."""
+POOL_WAIT_SECONDS = 5.0
+"""How long a call waits for a free connection of the pool before it makes one of its own
+(lending.py): a server's calls reach the store one at a time, so the pool is seldom all lent."""
+
+_UNACKNOWLEDGED_MS = 10_000
+"""A connection whose sent data the server has not acknowledged for this long is given up (a
+network that drops everything), rather than waiting the system's many minutes."""
+
+CONNECT_OPTIONS: dict[str, Any] = {
+    "autocommit": True,
+    "prepare_threshold": None,
+    "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+    "tcp_user_timeout": _UNACKNOWLEDGED_MS,
+}
+"""How every connection is made: autocommit (transactions are begun by hand, see store.py)."""
 
 IDLE_IN_TRANSACTION_MS = 60_000
 """A transaction left open by a stuck graphmem is ended by the server after this long."""
@@ -53,67 +66,60 @@ _URL_PASSWORD = re.compile(r"://[^/?#@:]*:([^/?#@]+)@")
 def _check_server(url: str, location: str) -> None:
     """Open one connection now, so that a wrong URL says why at once (the pool only times out)."""
     try:
-        with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_SECONDS, prepare_threshold=None):
+        with psycopg.connect(url, **CONNECT_OPTIONS):
             pass
     except psycopg.Error as error:
         raise open_error(location, error, url) from error
 
 
+def new_pool(url: str) -> ConnectionPool:
+    """A pool of connections to `url`, filling in the background."""
+    pool = ConnectionPool(
+        url,
+        min_size=POOL_MIN,
+        max_size=POOL_MAX,
+        kwargs=CONNECT_OPTIONS,
+        # No check before lending a connection (a round trip of its own, a third of a point
+        # read): a connection the server or a proxy closed meanwhile fails the transaction's
+        # first statement instead, which changed nothing (lending.py).
+        timeout=POOL_WAIT_SECONDS,
+        name="graphmem",
+        open=False,
+    )
+    pool.open(wait=False)
+    return pool
+
+
 def connect_pool(url: str, location: str) -> ConnectionPool:
-    """A pool of autocommit connections to `url` (transactions are begun by hand, see store.py).
+    """A pool of autocommit connections to `url`, with its first connection made.
 
     Raises:
         MemoryOpenError: the server cannot be reached or refuses us; the message says why and what to do.
     """
     _check_server(url, location)
-    pool = ConnectionPool(
-        url,
-        min_size=POOL_MIN,
-        max_size=POOL_MAX,
-        kwargs={"autocommit": True, "prepare_threshold": None, "connect_timeout": CONNECT_TIMEOUT_SECONDS},
-        # No check before lending a connection (a round trip of its own, a third of a point
-        # read): a connection the server or a proxy closed meanwhile fails the transaction's
-        # first statement instead, which changed nothing, and is replaced (`first_statement`).
-        timeout=POOL_WAIT_SECONDS,
-        name="graphmem",
-        open=False,
-    )
+    pool = new_pool(url)
     try:
-        pool.open(wait=True, timeout=POOL_WAIT_SECONDS)
+        pool.wait(timeout=CONNECT_TIMEOUT_SECONDS * 2)
+    except PoolTimeout as error:
+        pool.close()
+        raise MemoryOpenError(
+            location,
+            f"the server answered one connection, then none within {CONNECT_TIMEOUT_SECONDS * 2} s",
+            "Check that PostgreSQL is running and has connections to spare (max_connections), then start again.",
+        ) from error
     except BaseException:
         pool.close()
         raise
     return pool
 
 
-def first_statement(pool: ConnectionPool, query: str) -> tuple[psycopg.Connection[Any], psycopg.Cursor[Any]]:
-    """Borrow a connection and run a transaction's first statements on it (`query`: its BEGIN,
-    settings and reads, nothing that writes). Give the connection back with `pool.putconn`.
-
-    A connection found closed by this (a server restart, an idle timeout, a proxy) goes
-    back to the pool, which drops it, and the statement runs again on the next: at most
-    once per connection the pool may hold, and one new.
-    """
-    for attempt in range(POOL_MAX + 1):
-        conn = pool.getconn()
-        try:
-            return conn, conn.execute(query.encode("utf-8"))
-        except psycopg.OperationalError:
-            _give_back(pool, conn)
-            if not conn.closed or attempt == POOL_MAX:
-                raise
-        except BaseException:
-            _give_back(pool, conn)
-            raise
-    raise AssertionError("unreachable: the last attempt returns or raises")
-
-
-def _give_back(pool: ConnectionPool, conn: psycopg.Connection[Any]) -> None:
-    """Return a connection whose first statements failed, its transaction (if one began) ended."""
-    if not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        with contextlib.suppress(psycopg.Error):
-            conn.rollback()
-    pool.putconn(conn)
+def unreachable_reason(error: psycopg.Error, url: str) -> str:
+    """libpq's reason a connection failed, on one line, without the URL's password or the
+    "connection to server at ..." the caller names itself."""
+    message = _without_secrets(str(error).strip(), url)
+    first_line = message.splitlines()[0] if message else type(error).__name__
+    # libpq pads its severity ("FATAL:  the database system is shutting down").
+    return " ".join(_LIBPQ_PREFIX.sub("", first_line).split()) or first_line
 
 
 def _without_secrets(message: str, url: str | None) -> str:

@@ -1,6 +1,6 @@
 """PostgresStore: the team backend, one PostgreSQL database shared by many graphmem servers.
 
-    write(): borrow a connection ─► BEGIN READ COMMITTED ─► SET LOCAL timeouts ─► the block
+    write(): borrow a connection (lending.py) ─► BEGIN READ COMMITTED ─► SET LOCAL timeouts ─► the block
              (names it reads or writes locked: pg_advisory_xact_lock, in sorted order)
              ─► rebuild the word documents it changed ─► bump graphmem_state ─► COMMIT
     read():  borrow a connection ─► BEGIN REPEATABLE READ READ ONLY ─► the block ─► COMMIT
@@ -20,15 +20,10 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool
 
 from graphmem.core.errors import SchemaVersionError, StorageError
-from graphmem.storage.postgres.connection import (
-    IDLE_IN_TRANSACTION_MS,
-    connect_pool,
-    first_statement,
-    map_postgres_errors,
-)
+from graphmem.storage.postgres.connection import IDLE_IN_TRANSACTION_MS, map_postgres_errors
+from graphmem.storage.postgres.lending import ConnectionLender
 from graphmem.storage.postgres.reads import Transaction
 from graphmem.storage.postgres.schema import SCHEMA_VERSION, migrate
 from graphmem.storage.postgres.search import _Search
@@ -65,16 +60,16 @@ class PostgresStore(_Search, _Vectors):
         self._writes = 0
         self._lock_wait = LOCK_WAIT_SECONDS
         self._term_counts = {}
-        self._pool: ConnectionPool = connect_pool(url, location)
+        self._connections = ConnectionLender(url, location)
         try:
-            with self._pool.connection() as conn, map_postgres_errors():
+            with map_postgres_errors(), self._connections.connection() as conn:
                 if read_only:
                     self._check_schema_is_current(conn)
                 else:
                     migrate(conn, location)
                 self._vector_support = prepare_vectors(conn, location, create=not read_only)
         except BaseException:
-            self._pool.close()
+            self._connections.close()
             raise
 
     def _check_schema_is_current(self, conn: psycopg.Connection[Any]) -> None:
@@ -113,38 +108,34 @@ class PostgresStore(_Search, _Vectors):
         timed = deadline is not None
         begin = "BEGIN ISOLATION LEVEL READ COMMITTED" if writing else "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
         statement_ms = 0 if deadline is None else max(1, round((deadline - time.monotonic()) * 1000))
-        with map_postgres_errors(timed):
-            # One round trip, all LOCAL: nothing outlives the transaction (PgBouncer-safe).
-            # A read also takes the memory's write counter, which its snapshot sees: what it
-            # remembers (the number of entities holding a word) is valid for that count.
-            conn, cursor = first_statement(
-                self._pool,
-                f"{begin}; SET LOCAL lock_timeout = {max(1, round(self._lock_wait * 1000))};"
-                f" SET LOCAL statement_timeout = {statement_ms};"
-                f" SET LOCAL idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}"
-                + ("" if writing else "; SELECT writes FROM graphmem_state WHERE id = 1"),
-            )
+        # One round trip, all LOCAL: nothing outlives the transaction (PgBouncer-safe).
+        # A read also takes the memory's write counter, which its snapshot sees: what it
+        # remembers (the number of entities holding a word) is valid for that count.
+        first = (
+            f"{begin}; SET LOCAL lock_timeout = {max(1, round(self._lock_wait * 1000))};"
+            f" SET LOCAL statement_timeout = {statement_ms};"
+            f" SET LOCAL idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}"
+            + ("" if writing else "; SELECT writes FROM graphmem_state WHERE id = 1")
+        )
+        with map_postgres_errors(timed), self._connections.first_statement(first) as (conn, cursor):
+            tx = Transaction(conn, writing)
+            if not writing:
+                while cursor.nextset():
+                    pass
+                row = cursor.fetchone()
+                tx.version = None if row is None else int(row[0])
+            self._local.tx = tx
             try:
-                tx = Transaction(conn, writing)
-                if not writing:
-                    while cursor.nextset():
-                        pass
-                    row = cursor.fetchone()
-                    tx.version = None if row is None else int(row[0])
-                self._local.tx = tx
-                try:
-                    yield
-                    if writing:
-                        self._finish_write(tx)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if not conn.closed:
-                        conn.execute("ROLLBACK")
-                    raise
-                finally:
-                    self._local.tx = None
+                yield
+                if writing:
+                    self._finish_write(tx)
+                conn.execute("COMMIT")
+            except BaseException:
+                if not conn.closed:
+                    conn.execute("ROLLBACK")
+                raise
             finally:
-                self._pool.putconn(conn)
+                self._local.tx = None
         if writing:
             with self._counter:
                 self._writes += 1
@@ -209,12 +200,9 @@ class PostgresStore(_Search, _Vectors):
     def version(self) -> Hashable | None:
         if getattr(self._local, "tx", None) is not None:
             return None
-        with map_postgres_errors():
-            conn, cursor = first_statement(self._pool, "SELECT writes FROM graphmem_state WHERE id = 1")
-            try:
-                row = cursor.fetchone()
-            finally:
-                self._pool.putconn(conn)
+        query = "SELECT writes FROM graphmem_state WHERE id = 1"
+        with map_postgres_errors(), self._connections.first_statement(query) as (_, cursor):
+            row = cursor.fetchone()
         return None if row is None else ("postgres", row[0])
 
     def integrity_problems(self) -> list[str]:
@@ -234,7 +222,7 @@ class PostgresStore(_Search, _Vectors):
         return problems
 
     def size_on_disk(self) -> int:
-        with map_postgres_errors(), self._pool.connection() as conn:
+        with map_postgres_errors(), self._connections.connection() as conn:
             row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
         return 0 if row is None else int(row[0])
 
@@ -242,8 +230,8 @@ class PostgresStore(_Search, _Vectors):
         if getattr(self._local, "tx", None) is not None:
             raise RuntimeError("compact() cannot run inside a transaction.")
         # VACUUM cannot run inside a transaction block: the pool's connections are autocommit.
-        with map_postgres_errors(), self._pool.connection() as conn:
+        with map_postgres_errors(), self._connections.connection() as conn:
             conn.execute("VACUUM (ANALYZE) entities, observations, entity_aliases, relations, graphmem_state")
 
     def close(self) -> None:
-        self._pool.close()
+        self._connections.close()

@@ -305,6 +305,16 @@ class _Vectors(_Reads):
             self._release(changed)
         return len(rows)
 
+    def seconds_until_a_claim_lapses(self) -> float | None:
+        if self.why_no_vectors is not None:
+            return None
+        with self.read():  # type: ignore[attr-defined]
+            ((soonest,),) = self._rows(
+                "SELECT extract(epoch FROM min(claimed_until) - now()) FROM vector_queue"
+                " WHERE claimed_until > '-infinity'"
+            )
+        return None if soonest is None else max(0.0, float(soonest))
+
     def release_texts(self, pending: Sequence[PendingText]) -> None:
         if pending and self.why_no_vectors is None:
             with self.write():  # type: ignore[attr-defined]

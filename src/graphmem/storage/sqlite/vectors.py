@@ -174,6 +174,14 @@ class _Vectors(_Reads):
             )
         return ids
 
+    def seconds_until_a_claim_lapses(self) -> float | None:
+        with self.read():  # type: ignore[attr-defined]
+            (soonest,) = self._conn.execute(
+                "SELECT min(claimed_until) FROM vectors_stale WHERE claimed_until > 0"
+            ).fetchone()
+        # Claims are stamped with the claiming process's clock: the same machine's (a file memory).
+        return None if soonest is None else max(0.0, soonest - time.time())
+
     def release_texts(self, pending: Sequence[PendingText]) -> None:
         if pending:
             with self.write():  # type: ignore[attr-defined]

@@ -280,7 +280,8 @@ class SQLiteStore(_Writes, _Search, _Vectors):
         A short write transaction of its own, committed without an fsync: it only derives
         the index from rows already durable, and if it is lost the marks are lost with it,
         so the next read does it again. If another writer holds the lock past a moment, the
-        read goes on without it (the searches then narrow by trigrams, never by the words).
+        read goes on without it (the searches then narrow by trigrams, never by the words),
+        and so it does when the rebuild cannot be written (a full disk).
         """
         if not has_stale_words(self._conn):
             return
@@ -299,6 +300,11 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                 self._conn.execute(_LOAD_SCHEMA).fetchall()
                 self._refresh_word_index()
                 self._conn.execute("COMMIT")
+            except sqlite3.OperationalError:
+                # A full disk (issue 27, item 9), a file made read-only: the rebuilt documents
+                # cannot be written, and the read must not fail for it; the marks stay for later.
+                self._roll_back()
+                return
             except BaseException:
                 self._roll_back()
                 raise

@@ -34,6 +34,7 @@ from graphmem.storage.sqlite.schema import (
     _migrations,
     _split_sql,
     create_private_file,
+    refuse_a_foreign_database,
 )
 from graphmem.storage.sqlite.search import _Search
 from graphmem.storage.sqlite.text import (
@@ -164,14 +165,21 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                 self._conn = sqlite3.connect(
                     str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
                 )
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.execute(f"PRAGMA cache_size=-{cache_kib or _CACHE_KIB}")
-            if read_only:
-                self._check_schema_is_current()
-            else:
-                self._migrate()
+            try:
+                # Before WAL mode is set: another application's database is left exactly as it was.
+                refuse_a_foreign_database(self._conn, self.location)
+                if not read_only:
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                    self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.execute("PRAGMA foreign_keys=ON")
+                self._conn.execute(f"PRAGMA cache_size=-{cache_kib or _CACHE_KIB}")
+                if read_only:
+                    self._check_schema_is_current()
+                else:
+                    self._migrate()
+            except BaseException:
+                self._conn.close()
+                raise
         self._checkpointer: Checkpointer | None = None
         if str(path) != ":memory:" and not read_only:
             self._checkpointer = Checkpointer(str(path), BUSY_TIMEOUT_SECONDS)

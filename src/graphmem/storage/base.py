@@ -351,7 +351,16 @@ def map_driver_errors() -> Iterator[None]:
             ) from exc
         raise StorageError(f"The memory database failed ({message}); nothing was changed.") from exc
     except sqlite3.DatabaseError as exc:
-        raise StorageError(f"The memory database failed ({exc}); nothing was changed.") from exc
+        message = str(exc)
+        if "malformed" in message or "corrupt" in message:
+            # SQLITE_CORRUPT: damaged pages (issue 27, item 12). Every call that reads them
+            # fails the same way until the file is replaced: say so, and how.
+            raise StorageError(
+                f"The memory database is damaged ({message}); nothing was changed. Restore it from a backup, "
+                "or export what can still be read with `graphmem export` and import it into a new memory "
+                "(see Troubleshooting in docs/operations.md)."
+            ) from exc
+        raise StorageError(f"The memory database failed ({message}); nothing was changed.") from exc
 
 
 @contextmanager

@@ -69,6 +69,13 @@ _LOAD_SCHEMA = "SELECT 1 FROM sqlite_master LIMIT 1"
 _CACHE_KIB = 16 * 1024
 
 
+# How long the check for damaged pages at start may take (check_for_damage). SQLite's quick
+# check reads every page (about 180 MB a second here, from the page cache): a memory of up
+# to about 30 MB is checked whole, a larger one as far as the check gets, so that a large
+# memory's start costs at most this (see docs/operations.md, Troubleshooting).
+DAMAGE_CHECK_SECONDS = 0.2
+
+
 # How often (in SQLite virtual-machine steps, about a millisecond's worth) a call under a
 # time limit checks the clock.
 _PROGRESS_STEPS = 100_000
@@ -150,10 +157,19 @@ _BULK_MERGE_PAGES = 2_000
 class SQLiteStore(_Writes, _Search, _Vectors):
     """A `Store` over one SQLite database file (or `:memory:`)."""
 
-    def __init__(self, path: Path | str, *, read_only: bool = False, cache_kib: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        read_only: bool = False,
+        cache_kib: int | None = None,
+        check_for_damage: bool = False,
+    ) -> None:
         """Open (or create) the database; `read_only` opens an existing one without writing anything,
         so that a memory in a folder this user cannot write can still be read and exported;
-        `cache_kib` sizes the connection's page cache (by default, what serving reads needs)."""
+        `cache_kib` sizes the connection's page cache (by default, what serving reads needs);
+        `check_for_damage` runs SQLite's quick check for at most `DAMAGE_CHECK_SECONDS` and
+        refuses a memory with damaged pages (`StorageError`), as a server's start does."""
         self.location = str(path)
         with map_backend_errors():
             if read_only:
@@ -177,6 +193,8 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                     self._check_schema_is_current()
                 else:
                     self._migrate()
+                if check_for_damage:
+                    self._check_for_damage(DAMAGE_CHECK_SECONDS)
             except BaseException:
                 self._conn.close()
                 raise
@@ -209,9 +227,35 @@ class SQLiteStore(_Writes, _Search, _Vectors):
             )
 
     def integrity_problems(self) -> list[str]:
-        with self._lock, map_backend_errors():
-            rows = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
+        with self._lock:
+            try:
+                rows = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
+            except sqlite3.DatabaseError as exc:
+                # Pages too damaged for the check to go on: that is its finding, not a failure.
+                with map_backend_errors():
+                    if "malformed" not in str(exc) and "corrupt" not in str(exc):
+                        raise
+                return [str(exc)]
         return [] if rows == ["ok"] else rows
+
+    def _check_for_damage(self, seconds: float) -> None:
+        """SQLite's quick check, stopped after `seconds`: damage in the pages it reached raises
+        "database disk image is malformed" (mapped by map_backend_errors); the pages it did
+        not reach are left to the calls that read them, which say the same."""
+        deadline = time.monotonic() + seconds
+        self._conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS // 10)
+        try:
+            rows = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                return  # out of time: a large memory, checked as far as the check got
+            raise
+        finally:
+            self._conn.set_progress_handler(None, 0)
+        if rows != ["ok"]:
+            # The check's own report ("Page 12: btreeInitPage() returns error code 11", ...),
+            # as the driver's error for damage, so that it is worded as every other one is.
+            raise sqlite3.DatabaseError(f"database disk image is malformed: {' '.join(rows[0].split())}")
 
     def _migrate(self) -> None:
         current = self._conn.execute("PRAGMA user_version").fetchone()[0]

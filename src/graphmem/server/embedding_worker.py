@@ -20,6 +20,8 @@ is retried exactly as it would be for another process. The embedding itself hold
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -50,6 +52,24 @@ _LOCK_WAIT_SECONDS = 2.0
 
 _BACKOFF_SECONDS = 30.0
 """How long the worker rests after a failure (the memory busy, the disk full) before trying again."""
+
+NICENESS = 19
+"""The worker thread's scheduling niceness (Linux): the lowest priority, so that on a busy
+machine the clients' calls, and everything else, get the processor before the model does."""
+
+
+def _lower_priority() -> None:
+    """Give the calling thread (the worker's) the lowest scheduling priority, where the OS allows.
+
+    On Linux `setpriority` on a thread's id applies to that thread alone (issue 27, item 13:
+    reads slowed several times while the worker embedded on a busy 2-core machine). Elsewhere
+    the same call would name a process, so it is not made.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
+        except OSError:  # a sandbox that forbids it: the worker runs at the server's priority
+            _log.debug("could not lower the embedding worker's priority", exc_info=True)
 
 
 class EmbeddingWorker:
@@ -91,6 +111,7 @@ class EmbeddingWorker:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        _lower_priority()
         if self._stopping.wait(self._start_delay):
             return
         store = self._connect()

@@ -38,7 +38,8 @@ def open_store(
     `read_only` opens an existing memory without writing anything, not even a lock file or
     SQLite's -shm file, so that one in a folder this user cannot write can be read.
     `background` opens a second connection for background work (the embedding worker):
-    it keeps a small page cache, since it answers no reads that a cache would speed up.
+    it keeps a small page cache, since it answers no reads that a cache would speed up, and
+    its commits (vectors, derived from the memory) are not synced one by one.
     `check_for_damage` looks for damaged pages in a SQLite file, within a bounded time.
     """
     if settings.database_url is not None:
@@ -54,6 +55,7 @@ def open_store(
         read_only=read_only,
         cache_kib=_BACKGROUND_CACHE_KIB if background else None,
         check_for_damage=check_for_damage,
+        derived_only=background,
     )
 
 

@@ -27,6 +27,7 @@ from graphmem.storage.base import (
 )
 from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer, merge_step
+from graphmem.storage.sqlite.damage import check_for_damage as check_for_damage_in
 from graphmem.storage.sqlite.pending import TEXT_LIMIT, WORDS_LIMIT, has_stale_words, index_pending, more_pending_than
 from graphmem.storage.sqlite.schema import (
     SCHEMA_VERSION,
@@ -67,13 +68,6 @@ _LOAD_SCHEMA = "SELECT 1 FROM sqlite_master LIMIT 1"
 # again, 1.15 ms instead of 0.7 at 40,000 entities (8 MB was enough there). 16 MB keeps
 # the server well within the 150 MB it may take at a million entities.
 _CACHE_KIB = 16 * 1024
-
-
-# How long the check for damaged pages at start may take (check_for_damage). SQLite's quick
-# check reads every page (about 180 MB a second here, from the page cache): a memory of up
-# to about 30 MB is checked whole, a larger one as far as the check gets, so that a large
-# memory's start costs at most this (see docs/operations.md, Troubleshooting).
-DAMAGE_CHECK_SECONDS = 0.2
 
 
 # How often (in SQLite virtual-machine steps, about a millisecond's worth) a call under a
@@ -164,13 +158,20 @@ class SQLiteStore(_Writes, _Search, _Vectors):
         read_only: bool = False,
         cache_kib: int | None = None,
         check_for_damage: bool = False,
+        derived_only: bool = False,
     ) -> None:
         """Open (or create) the database; `read_only` opens an existing one without writing anything,
         so that a memory in a folder this user cannot write can still be read and exported;
         `cache_kib` sizes the connection's page cache (by default, what serving reads needs);
-        `check_for_damage` runs SQLite's quick check for at most `DAMAGE_CHECK_SECONDS` and
-        refuses a memory with damaged pages (`StorageError`), as a server's start does."""
+        `check_for_damage` reads what damage.py's bounded check reads and refuses a memory
+        with damaged pages (`StorageError`), as a server's start does;
+        `derived_only` is for a connection that writes only what is derived from the memory
+        (the embedding worker's vectors and their queue): its commits are not synced one by
+        one, and it leaves checkpoints to the log's own limit rather than run a thread for them."""
         self.location = str(path)
+        # A vector lost to a power cut is only embedded again (its claim expires), so the
+        # worker's commits skip the fsync each of them cost (issue 27, item 13).
+        self._synchronous = "NORMAL" if derived_only else "FULL"
         with map_backend_errors():
             if read_only:
                 self._conn = _connect_read_only(Path(path))
@@ -186,21 +187,24 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                 refuse_a_foreign_database(self._conn, self.location)
                 if not read_only:
                     self._conn.execute("PRAGMA journal_mode=WAL")
-                    self._conn.execute("PRAGMA synchronous=FULL")
+                    self._conn.execute(f"PRAGMA synchronous={self._synchronous}")
                 self._conn.execute("PRAGMA foreign_keys=ON")
                 self._conn.execute(f"PRAGMA cache_size=-{cache_kib or _CACHE_KIB}")
                 if read_only:
                     self._check_schema_is_current()
                 else:
                     self._migrate()
-                if check_for_damage:
-                    self._check_for_damage(DAMAGE_CHECK_SECONDS)
+                if check_for_damage and str(path) != ":memory:":
+                    check_for_damage_in(self._conn, os.stat(path).st_size)
             except BaseException:
                 self._conn.close()
                 raise
         self._checkpointer: Checkpointer | None = None
         if str(path) != ":memory:" and not read_only:
-            self._checkpointer = Checkpointer(str(path), BUSY_TIMEOUT_SECONDS)
+            if not derived_only:
+                # The worker's commits, several a second, each woke this thread to copy the
+                # log and fsync the file; the clients' writes and the log's limit copy it.
+                self._checkpointer = Checkpointer(str(path), BUSY_TIMEOUT_SECONDS)
             self._conn.execute(f"PRAGMA wal_autocheckpoint={FALLBACK_PAGES}")
         self._lock = threading.RLock()
         self._term_counts = sqlite_ranking.TermCounts()
@@ -237,25 +241,6 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                         raise
                 return [str(exc)]
         return [] if rows == ["ok"] else rows
-
-    def _check_for_damage(self, seconds: float) -> None:
-        """SQLite's quick check, stopped after `seconds`: damage in the pages it reached raises
-        "database disk image is malformed" (mapped by map_backend_errors); the pages it did
-        not reach are left to the calls that read them, which say the same."""
-        deadline = time.monotonic() + seconds
-        self._conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS // 10)
-        try:
-            rows = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
-        except sqlite3.OperationalError as exc:
-            if "interrupted" in str(exc):
-                return  # out of time: a large memory, checked as far as the check got
-            raise
-        finally:
-            self._conn.set_progress_handler(None, 0)
-        if rows != ["ok"]:
-            # The check's own report ("Page 12: btreeInitPage() returns error code 11", ...),
-            # as the driver's error for damage, so that it is worded as every other one is.
-            raise sqlite3.DatabaseError(f"database disk image is malformed: {' '.join(rows[0].split())}")
 
     def _migrate(self) -> None:
         current = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -361,7 +346,7 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                 self._roll_back()
                 raise
         finally:
-            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute(f"PRAGMA synchronous={self._synchronous}")
         self._term_counts.forget()
 
     def _roll_back(self) -> None:

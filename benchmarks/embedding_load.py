@@ -8,7 +8,9 @@ One server over stdio with search by meaning on, on a copy of the memory. Its qu
 texts waiting to be embedded is set aside (the worker idles) and put back (the worker
 embeds), in turns, so that the two states are measured alternately under the same load of
 the machine; each turn asks its own queries, so no query's vector is reused. Calls come
-`--gap` seconds apart, as an agent's do. It prints, per kind of search, the median and p90
+`--gap` seconds apart, as an agent's do; with `--repeat N`, the same N queries of each kind
+are asked again and again (an agent repeats its searches: then the server's kept answers
+and query vectors count). It prints, per kind of search, the median and p90
 of the idle turns and of the busy turns and their ratio, the worker's rate during the
 busy turns (texts a second, while the calls come), and its rate alone (no calls) over
 `--alone` seconds. The load average is printed too: on a shared 2-core machine it moves
@@ -91,10 +93,12 @@ def _settle(conn: sqlite3.Connection) -> None:
 
 
 def _turn(
-    client: PipeClient, queries: dict[str, list[str]], turn: int, per_turn: int, gap: float
+    client: PipeClient, queries: dict[str, list[str]], turn: int, per_turn: int, gap: float, repeat: int
 ) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {label: [] for label, _, _ in _KINDS}
-    for index in range(turn * per_turn, (turn + 1) * per_turn):
+    for step in range(turn * per_turn, (turn + 1) * per_turn):
+        # With --repeat, the same few queries again and again, as an agent asks them.
+        index = step % repeat if repeat else step
         for label, kind, mode in _KINDS:
             time.sleep(gap)
             started = time.perf_counter()
@@ -114,6 +118,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=4, help="idle and busy turns, each")
     parser.add_argument("--per-turn", type=int, default=15, help="queries of each kind per turn")
     parser.add_argument("--gap", type=float, default=0.1, help="seconds between calls")
+    parser.add_argument(
+        "--repeat", type=int, default=0, help="ask only this many queries of each kind, over and over (0: all new)"
+    )
     parser.add_argument("--alone", type=float, default=20.0, help="seconds the worker embeds with no calls")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f}", flush=True)
@@ -134,13 +141,13 @@ def main() -> None:
         busy_texts, busy_seconds = 0, 0.0
         for turn in range(args.turns):
             _settle(conn)
-            for label, values in _turn(client, queries, 2 * turn, args.per_turn, args.gap).items():
+            for label, values in _turn(client, queries, 2 * turn, args.per_turn, args.gap, args.repeat).items():
                 idle[label].extend(values)
             _put_queue_back(conn)
             before = _embedded(conn)
             _wait_until(lambda before=before: _embedded(conn) > before, 30)
             started, before = time.perf_counter(), _embedded(conn)
-            for label, values in _turn(client, queries, 2 * turn + 1, args.per_turn, args.gap).items():
+            for label, values in _turn(client, queries, 2 * turn + 1, args.per_turn, args.gap, args.repeat).items():
                 busy[label].extend(values)
             busy_texts += _embedded(conn) - before
             busy_seconds += time.perf_counter() - started

@@ -178,6 +178,7 @@ class Meaning:
         *,
         vectors: VectorStore | None = None,
         abandon: Callable[[], bool] | None = None,
+        pause: Callable[[], None] | None = None,
     ) -> int:
         """Embed one batch of waiting texts here and now; how many it took (0: none is waiting
         that another process is not already embedding).
@@ -187,6 +188,9 @@ class Meaning:
                 the memory's store.
             abandon: asked once the batch is embedded: True gives the claim back unsaved (a
                 worker that is stopping).
+            pause: called before each `EMBED_BATCH` texts of the batch are embedded (a worker
+                lets the clients' calls pass there); the batch is still claimed and saved
+                once, in two commits.
         """
         store = vectors if vectors is not None else self.vectors
         if store is None or not self.enabled:
@@ -200,9 +204,15 @@ class Meaning:
         if not pending:
             return 0
         try:
-            embedded = self.model().embed([embedding_text(text) for text in pending])
-            if abandon is not None and abandon():
-                raise InterruptedError
+            texts = [embedding_text(text) for text in pending]
+            slices = []
+            for start in range(0, len(texts), EMBED_BATCH):
+                if pause is not None:
+                    pause()
+                slices.append(self.model().embed(texts[start : start + EMBED_BATCH]))
+                if abandon is not None and abandon():
+                    raise InterruptedError
+            embedded = [vector for part in slices for vector in part]
         except BaseException:
             store.release_texts(pending)
             if abandon is not None and abandon():

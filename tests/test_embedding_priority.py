@@ -115,3 +115,24 @@ def test_the_worker_claims_and_saves_a_large_backlog_in_few_commits_letting_call
     assert background.committed_writes() == 3
     assert model.calls == [EMBED_BATCH] * (WORKER_BATCH // EMBED_BATCH)
     served.close()
+
+
+def test_a_batch_cut_short_saves_what_it_embedded_and_gives_the_rest_back_at_once(tmp_path: Path):
+    store = open_store(Settings(memory_path=tmp_path / "memory.db"))
+    with store.write():
+        store.insert_entities([Entity(name=f"E{i}", entity_type="t", observations=[]) for i in range(100)])
+    model = _CountingModel()
+    meaning = Meaning(lambda: model, store)
+    pauses: list[int] = []
+
+    def pause() -> bool:
+        # As the worker's pause does once a client has written: before the third slice.
+        pauses.append(len(pauses))
+        return len(pauses) == 3
+
+    assert meaning.embed_pending(100, pause=pause) == 2 * EMBED_BATCH
+    progress = store.vector_progress()  # type: ignore[attr-defined]
+    assert (progress.embedded, progress.waiting) == (2 * EMBED_BATCH, 100 - 2 * EMBED_BATCH)
+    # Given back, not left claimed for two minutes: the next batch takes them at once.
+    assert meaning.embed_pending(100) == 100 - 2 * EMBED_BATCH
+    store.close()

@@ -12,8 +12,9 @@ the machine; each turn asks its own queries, so no query's vector is reused. Cal
 are asked again and again (an agent repeats its searches: then the server's kept answers
 and query vectors count). It prints, per kind of search, the median and p90
 of the idle turns and of the busy turns and their ratio, the worker's rate during the
-busy turns (texts a second, while the calls come), and its rate alone (no calls) over
-`--alone` seconds. The load average is printed too: on a shared 2-core machine it moves
+busy turns (texts a second, while the calls come), how long a fact written with the backlog
+waiting takes to be found by meaning, and the worker's rate alone (no calls) over `--alone`
+seconds. The load average is printed too: on a shared 2-core machine it moves
 every figure.
 """
 
@@ -107,6 +108,25 @@ def _turn(
     return samples
 
 
+def _found_by_meaning(client: PipeClient) -> float:
+    """Seconds from a write's answer until a semantic search finds it, with the backlog waiting."""
+    client.call(
+        "create_entities",
+        {
+            "entities": [
+                {"name": "Wanderer", "entityType": "person", "observations": ["relocated to Lisbon last spring"]}
+            ]
+        },
+    )
+    written = time.perf_counter()
+    while time.perf_counter() - written < 120:
+        answer = client.call("search_nodes", {"query": "Who moved abroad?", "mode": "semantic", "limit": 1})
+        if [entity["name"] for entity in answer["structuredContent"]["entities"]] == ["Wanderer"]:
+            return time.perf_counter() - written
+        time.sleep(0.05)
+    return float("inf")
+
+
 def _p90(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[round(0.9 * (len(ordered) - 1))]
@@ -167,6 +187,8 @@ def main() -> None:
             )
         print(f"  worker while the calls came: {busy_texts / busy_seconds:.0f} texts a second", flush=True)
         _put_queue_back(conn)
+        _wait_until(lambda: False, 3)
+        print(f"  a new fact found by meaning {_found_by_meaning(client):.2f} s after its write", flush=True)
         _wait_until(lambda: False, 2)
         before = _embedded(conn)
         time.sleep(args.alone)

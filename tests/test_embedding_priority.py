@@ -83,13 +83,18 @@ class _CountingModel:
 
     fingerprint = "counting/1"
 
-    def __init__(self) -> None:
+    def __init__(self, on_call=None) -> None:
         self.calls: list[int] = []
+        self.texts: list[list[str]] = []
+        self._on_call = on_call
 
     def embed(self, texts):
         import numpy as np
 
         self.calls.append(len(texts))
+        self.texts.append(list(texts))
+        if self._on_call is not None:
+            self._on_call(len(self.calls))
         return np.full((len(texts), 384), 1 / np.sqrt(384), dtype=np.float32)
 
 
@@ -136,3 +141,33 @@ def test_a_batch_cut_short_saves_what_it_embedded_and_gives_the_rest_back_at_onc
     # Given back, not left claimed for two minutes: the next batch takes them at once.
     assert meaning.embed_pending(100) == 100 - 2 * EMBED_BATCH
     store.close()
+
+
+def test_a_fact_written_while_the_worker_embeds_a_backlog_is_saved_after_one_more_slice(tmp_path: Path):
+    settings = Settings(memory_path=tmp_path / "memory.db")
+    served = open_store(settings)
+    with served.write():
+        served.insert_entities([Entity(name=f"E{i}", entity_type="t", observations=[]) for i in range(600)])
+    seen_at_third_call: list[int] = []
+
+    def client(call: int) -> None:
+        if call == 1:  # a client writes while the first slice of a large batch is embedded
+            with served.write():
+                served.insert_entities([Entity(name="Fresh", entity_type="t", observations=[])])
+        if call == 3:
+            seen_at_third_call.append(served.vector_progress().embedded)  # type: ignore[attr-defined]
+
+    model = _CountingModel(client)
+    background = open_store(settings, background=True)
+    worker = EmbeddingWorker(Meaning(lambda: model, served), lambda: background, start_delay=0, last_call=lambda: 0.0)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(model.calls) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        worker.stop()
+    served.close()
+    # The batch in hand was cut after its first slice; the next, small, took the newest text.
+    assert "Fresh" in model.texts[1]
+    assert seen_at_third_call == [2 * EMBED_BATCH]

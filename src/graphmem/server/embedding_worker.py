@@ -105,6 +105,8 @@ class EmbeddingWorker:
         self._start_delay = start_delay
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="graphmem-embedding", daemon=True)
+        self._cut = False
+        """Whether the last batch was cut short by a client's write."""
 
     def start(self) -> None:
         self._thread.start()
@@ -170,7 +172,8 @@ class EmbeddingWorker:
         if not claimed_at:
             claimed_at.append(version)
             return False
-        return version is None or version != claimed_at[0]
+        self._cut = version is None or version != claimed_at[0]
+        return self._cut
 
     def _one_batch(self, vectors: VectorStore) -> bool:
         """Embed one batch on the worker's connection; False when nothing was waiting.
@@ -182,8 +185,11 @@ class EmbeddingWorker:
         follows the last batch's save at once, and the two drop the kept answers once.
         """
         claimed_at: list[Hashable | None] = []
+        # After a cut, the client's new texts (claimed first, being the newest) are saved
+        # after one slice, not after a whole batch's.
+        batch, self._cut = (EMBED_BATCH if self._cut else WORKER_BATCH), False
         taken = self._meaning.embed_pending(
-            WORKER_BATCH,
+            batch,
             vectors=vectors,
             abandon=self._stopping.is_set,
             pause=lambda: self._pause(vectors, claimed_at),  # type: ignore[arg-type]

@@ -54,18 +54,22 @@ _BACKOFF_SECONDS = 30.0
 """How long the worker rests after a failure (the memory busy, the disk full) before trying again."""
 
 WORKER_BATCH = 16 * EMBED_BATCH
-"""Texts the worker claims and saves at once: about 5 s of embedding on an idle core (a
-minute on a busy one, within the claim's two minutes), so the kept answers are dropped about
-once in 5 s, not 32 times. A client's write cuts the batch short, so that its texts, the
-newest, are claimed next."""
+"""Texts the worker claims and saves at once: about 4 s of embedding on an idle core, so the
+kept answers are dropped about once in 4 s, not 32 times. A client's write cuts the batch
+short, so that its texts, the newest, are claimed next."""
 
-NICENESS = 19
-"""The worker thread's scheduling niceness (Linux): the lowest priority, so that on a busy
-machine the clients' calls, and everything else, get the processor before the model does."""
+SAVE_SECONDS = 5.0
+"""A batch that has taken this long is saved as far as it got (and the rest given back): on a
+busy machine the vectors still arrive every few seconds, well within the claim's two minutes."""
+
+NICENESS = 10
+"""The worker thread's scheduling niceness (Linux): a low priority, so that on a busy machine
+the clients' calls get the processor first. Not the lowest (19): beside one busy process the
+worker then got about 1% of a core and embedded nothing for minutes (issue 27, item 13)."""
 
 
 def _lower_priority() -> None:
-    """Give the calling thread (the worker's) the lowest scheduling priority, where the OS allows.
+    """Give the calling thread (the worker's) a low scheduling priority (`NICENESS`), where the OS allows.
 
     On Linux `setpriority` on a thread's id applies to that thread alone (issue 27, item 13:
     reads slowed several times while the worker embedded on a busy 2-core machine). Elsewhere
@@ -164,16 +168,17 @@ class EmbeddingWorker:
             if self._stopping.wait(QUIET_SECONDS):
                 return
 
-    def _pause(self, store: Store, claimed_at: list[Hashable | None]) -> bool:
-        """Between slices of a batch: let the clients' calls pass, and tell whether another
-        connection committed since the claim (a client's write: cut the batch short)."""
+    def _pause(self, store: Store, claimed: list[tuple[Hashable | None, float]]) -> bool:
+        """Between slices of a batch: let the clients' calls pass, then tell whether to cut the
+        batch short: another connection committed since the claim (a client's write), or
+        `SAVE_SECONDS` have passed (a slow machine still saves as it goes)."""
         self._yield_to_clients()
         version = store.version()
-        if not claimed_at:
-            claimed_at.append(version)
+        if not claimed:
+            claimed.append((version, time.monotonic()))
             return False
-        self._cut = version is None or version != claimed_at[0]
-        return self._cut
+        self._cut = version is None or version != claimed[0][0]
+        return self._cut or time.monotonic() - claimed[0][1] > SAVE_SECONDS
 
     def _one_batch(self, vectors: VectorStore) -> bool:
         """Embed one batch on the worker's connection; False when nothing was waiting.
@@ -184,7 +189,7 @@ class EmbeddingWorker:
         repeats cheap (issue 27, item 13). The yield comes after the claim, so that the claim
         follows the last batch's save at once, and the two drop the kept answers once.
         """
-        claimed_at: list[Hashable | None] = []
+        claimed: list[tuple[Hashable | None, float]] = []
         # After a cut, the client's new texts (claimed first, being the newest) are saved
         # after one slice, not after a whole batch's.
         batch, self._cut = (EMBED_BATCH if self._cut else WORKER_BATCH), False
@@ -192,6 +197,6 @@ class EmbeddingWorker:
             batch,
             vectors=vectors,
             abandon=self._stopping.is_set,
-            pause=lambda: self._pause(vectors, claimed_at),  # type: ignore[arg-type]
+            pause=lambda: self._pause(vectors, claimed),  # type: ignore[arg-type]
         )
         return taken > 0

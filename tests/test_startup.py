@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers_stdio import INITIALIZE, START_SECONDS, server_env
+from tests.storage.test_sqlite_damage import damaged_memory
 
 pytestmark = pytest.mark.slow
 
@@ -94,8 +95,15 @@ def _folder_in_the_way_jsonl(tmp: Path) -> tuple[str, tuple[str, ...]]:
     return str(path), (str(path), "is a file, not a folder")
 
 
+def _damaged_pages_db(tmp: Path) -> tuple[str, tuple[str, ...]]:
+    path = tmp / "memory.db"
+    damaged_memory(path)
+    return str(path), (str(path), "the database is damaged", "backup")
+
+
 BROKEN_MEMORIES: dict[str, Callable[[Path], tuple[str, tuple[str, ...]]]] = {
     "random bytes in x.db": _random_bytes_db,
+    "damaged pages behind an intact header": _damaged_pages_db,
     "a file where the folder should be": _folder_in_the_way,
     "a JSONL memory under a file": _folder_in_the_way_jsonl,
 }

@@ -183,21 +183,22 @@ def _open_graph(settings: Settings) -> KnowledgeGraph:
         raise click.ClickException(str(error)) from error
 
 
-def _open_for_reading(settings: Settings) -> KnowledgeGraph:
+def _open_for_reading(settings: Settings, *, check_for_damage: bool = True) -> KnowledgeGraph:
     """The memory opened and read once without writing to it (a read-only folder will do), if it exists.
 
     Only a schema this graphmem does not read as it stands sends it to a writable open: one
     written by an older graphmem is upgraded there, as every command did before, and a newer
-    one is refused there in its own words.
+    one is refused there in its own words. `check_for_damage` off: a damaged memory opens,
+    for a command that reads what is intact (export) or reports the damage itself (info).
     """
     try:
         if settings.database_url is not None or settings.memory_path.exists():
             try:
-                store = open_checked_store(settings, read_only=True)
+                store = open_checked_store(settings, read_only=True, check_for_damage=check_for_damage)
             except SchemaVersionError:
-                store = open_checked_store(settings)
+                store = open_checked_store(settings, check_for_damage=check_for_damage)
         else:
-            store = open_checked_store(settings)
+            store = open_checked_store(settings, check_for_damage=check_for_damage)
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
     return KnowledgeGraph(store, strict=settings.strict, limits=settings.limits)
@@ -520,7 +521,7 @@ def info(ctx: click.Context, memory_file: str | None, strict: bool | None, token
     if not exists:
         return
     # Read-only: info must work on a memory in a folder this user cannot write, and change nothing.
-    store = _open_for_reading(settings).store
+    store = _open_for_reading(settings, check_for_damage=False).store
     try:
         with store.read():
             counts = store.counts()
@@ -864,7 +865,8 @@ def export(
             raise click.ClickException(f"{output} is a directory; give the name of the file to write.")
         if settings.database_url is None and _same_file(output, settings.memory_path):
             raise click.ClickException(f"{output} is the memory file itself; refusing to overwrite it.")
-    graph = _open_for_reading(settings)
+    # A damaged memory opens: the export is how to save what can still be read.
+    graph = _open_for_reading(settings, check_for_damage=False)
     try:
         # Counted apart from the export's own snapshot: the bar only needs a size, and an
         # error writing the output must not surface through the store's error mapping.
@@ -937,7 +939,7 @@ def migrate_(ctx: click.Context, source: str, target: str, progress: bool | None
         )
     if from_settings.database_url is None and not from_settings.memory_path.exists():
         raise click.ClickException(f"There is no memory at {from_settings.location}; nothing to migrate.")
-    reading = _open_for_reading(from_settings)
+    reading = _open_for_reading(from_settings, check_for_damage=False)
     try:
         counts = reading.counts()
         if not counts.entities and not counts.relations:

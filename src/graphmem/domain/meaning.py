@@ -195,6 +195,7 @@ class Meaning:
         *,
         vectors: VectorStore | None = None,
         abandon: Callable[[], bool] | None = None,
+        pause: Callable[[], bool] | None = None,
     ) -> int:
         """Embed one batch of waiting texts here and now; how many it took (0: none is waiting
         that another process is not already embedding).
@@ -204,6 +205,10 @@ class Meaning:
                 the memory's store.
             abandon: asked once the batch is embedded: True gives the claim back unsaved (a
                 worker that is stopping).
+            pause: called before each `EMBED_BATCH` texts of the batch are embedded (a worker
+                lets the clients' calls pass there); True cuts the batch short: what is
+                embedded is saved, the rest given back (a client wrote: its texts go first).
+                The batch is claimed and saved once, in two commits, whatever its size.
         """
         store = vectors if vectors is not None else self.vectors
         if store is None or not self.enabled:
@@ -216,14 +221,22 @@ class Meaning:
         pending = store.claim_texts(batch, CLAIM_SECONDS)
         if not pending:
             return 0
+        embedded: list[npt.NDArray[np.float32]] = []
         try:
-            embedded = self.model().embed([embedding_text(text) for text in pending])
-            if abandon is not None and abandon():
-                raise InterruptedError
+            texts = [embedding_text(text) for text in pending]
+            for start in range(0, len(texts), EMBED_BATCH):
+                if pause is not None and pause() and embedded:
+                    break
+                embedded.extend(self.model().embed(texts[start : start + EMBED_BATCH]))
+                if abandon is not None and abandon():
+                    raise InterruptedError
         except BaseException:
             store.release_texts(pending)
             if abandon is not None and abandon():
                 return 0
             raise
-        store.save_vectors([EmbeddedText(text, vector) for text, vector in zip(pending, embedded, strict=True)])
-        return len(pending)
+        done = pending[: len(embedded)]
+        store.save_vectors([EmbeddedText(text, vector) for text, vector in zip(done, embedded, strict=True)])
+        if len(done) < len(pending):
+            store.release_texts(pending[len(done) :])
+        return len(done)

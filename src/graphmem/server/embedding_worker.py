@@ -7,11 +7,12 @@ the store, so a crash loses nothing (the claim expires and the texts are taken u
 here or by another process on the same memory), and a write never waits for the model.
 When nothing waits, the worker looks again each `POLL_SECONDS`, but only if the memory
 changed (a cheap version check): a fact written now is found by meaning about
-`POLL_SECONDS` plus one batch later. Texts another process claimed are looked for again
-when its claim lapses, which changes nothing in the memory: that process may have been
-killed, and its texts would otherwise wait for the next write. Before each batch it lets
-a burst of the clients' calls pass (up to a second), so that on a machine of two cores a
-client's call does not share its core with the model.
+`POLL_SECONDS` plus one batch later (and the batch in hand, if the worker was busy). Texts
+another process claimed are looked for again when its claim lapses, which changes nothing in
+the memory: that process may have been killed, and its texts would otherwise wait for the
+next write. Before each `EMBED_BATCH` texts it lets a burst of the clients' calls pass (up to
+a second), so that on a machine of two cores a client's call does not share its core with
+the model.
 
 The worker has a connection of its own to the memory: its short transactions (claim,
 save) are another writer's, as a second process's would be, so the clients' calls never
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -96,6 +99,35 @@ class _Outage:
             _log.warning("search by meaning goes on: the memory answers again")
 
 
+WORKER_BATCH = 16 * EMBED_BATCH
+"""Texts the worker claims and saves at once: about 4 s of embedding on an idle core, so the
+kept answers are dropped about once in 4 s, not 32 times. A client's write cuts the batch
+short, so that its texts, the newest, are claimed next."""
+
+SAVE_SECONDS = 5.0
+"""A batch that has taken this long is saved as far as it got (and the rest given back): on a
+busy machine the vectors still arrive every few seconds, well within the claim's two minutes."""
+
+NICENESS = 10
+"""The worker thread's scheduling niceness (Linux): a low priority, so that on a busy machine
+the clients' calls get the processor first. Not the lowest (19): beside one busy process the
+worker then got about 1% of a core and embedded nothing for minutes (issue 27, item 13)."""
+
+
+def _lower_priority() -> None:
+    """Give the calling thread (the worker's) a low scheduling priority (`NICENESS`), where the OS allows.
+
+    On Linux `setpriority` on a thread's id applies to that thread alone (issue 27, item 13:
+    reads slowed several times while the worker embedded on a busy 2-core machine). Elsewhere
+    the same call would name a process, so it is not made.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
+        except OSError:  # a sandbox that forbids it: the worker runs at the server's priority
+            _log.debug("could not lower the embedding worker's priority", exc_info=True)
+
+
 class EmbeddingWorker:
     """Embeds the memory's waiting texts on a thread of its own until stopped.
 
@@ -123,6 +155,8 @@ class EmbeddingWorker:
         self._start_delay = start_delay
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="graphmem-embedding", daemon=True)
+        self._cut = False
+        """Whether the last batch was cut short by a client's write."""
 
     def start(self) -> None:
         self._thread.start()
@@ -135,6 +169,7 @@ class EmbeddingWorker:
             self._thread.join(timeout)
 
     def _run(self) -> None:
+        _lower_priority()
         if self._stopping.wait(self._start_delay):
             return
         outage = _Outage()
@@ -205,10 +240,38 @@ class EmbeddingWorker:
             if self._stopping.wait(QUIET_SECONDS):
                 return
 
-    def _one_batch(self, vectors: VectorStore) -> bool:
-        """Embed one batch on the worker's connection; False when nothing was waiting."""
+    def _pause(self, store: Store, claimed: list[tuple[Hashable | None, float]]) -> bool:
+        """Between slices of a batch: let the clients' calls pass, then tell whether to cut the
+        batch short: another connection committed since the claim (a client's write), or
+        `SAVE_SECONDS` have passed (a slow machine still saves as it goes)."""
         self._yield_to_clients()
-        return self._meaning.embed_pending(EMBED_BATCH, vectors=vectors, abandon=self._stopping.is_set) > 0
+        version = store.version()
+        if not claimed:
+            claimed.append((version, time.monotonic()))
+            return False
+        self._cut = version is None or version != claimed[0][0]
+        return self._cut or time.monotonic() - claimed[0][1] > SAVE_SECONDS
+
+    def _one_batch(self, vectors: VectorStore) -> bool:
+        """Embed one batch on the worker's connection; False when nothing was waiting.
+
+        The batch is claimed and saved in one commit each, and the clients' calls pass before
+        each `EMBED_BATCH` of it: every commit by the worker makes the server drop the answers
+        it keeps (the memory's version moves), so few commits keep the searches an agent
+        repeats cheap (issue 27, item 13). The yield comes after the claim, so that the claim
+        follows the last batch's save at once, and the two drop the kept answers once.
+        """
+        claimed: list[tuple[Hashable | None, float]] = []
+        # After a cut, the client's new texts (claimed first, being the newest) are saved
+        # after one slice, not after a whole batch's.
+        batch, self._cut = (EMBED_BATCH if self._cut else WORKER_BATCH), False
+        taken = self._meaning.embed_pending(
+            batch,
+            vectors=vectors,
+            abandon=self._stopping.is_set,
+            pause=lambda: self._pause(vectors, claimed),  # type: ignore[arg-type]
+        )
+        return taken > 0
 
 
 def _when_a_claim_lapses(vectors: VectorStore) -> float:

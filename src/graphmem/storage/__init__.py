@@ -29,14 +29,18 @@ def _open_postgres(url: str, location: str, *, read_only: bool) -> Store:
     return PostgresStore(url, location, read_only=read_only)
 
 
-def open_store(settings: Settings, *, read_only: bool = False, background: bool = False) -> Store:
+def open_store(
+    settings: Settings, *, read_only: bool = False, background: bool = False, check_for_damage: bool = False
+) -> Store:
     """Open the memory the settings name: PostgreSQL for a database URL, JSONL for
     `.jsonl`/`.json` files, SQLite otherwise.
 
     `read_only` opens an existing memory without writing anything, not even a lock file or
     SQLite's -shm file, so that one in a folder this user cannot write can be read.
     `background` opens a second connection for background work (the embedding worker):
-    it keeps a small page cache, since it answers no reads that a cache would speed up.
+    it keeps a small page cache, since it answers no reads that a cache would speed up, and
+    its commits (vectors, derived from the memory) are not synced one by one.
+    `check_for_damage` looks for damaged pages in a SQLite file, within a bounded time.
     """
     if settings.database_url is not None:
         return _open_postgres(settings.database_url, settings.location, read_only=read_only)
@@ -47,16 +51,22 @@ def open_store(settings: Settings, *, read_only: bool = False, background: bool 
     from graphmem.storage.sqlite import SQLiteStore
 
     return SQLiteStore(
-        settings.memory_path, read_only=read_only, cache_kib=_BACKGROUND_CACHE_KIB if background else None
+        settings.memory_path,
+        read_only=read_only,
+        cache_kib=_BACKGROUND_CACHE_KIB if background else None,
+        check_for_damage=check_for_damage,
+        derived_only=background,
     )
 
 
-def open_checked_store(settings: Settings, *, read_only: bool = False) -> Store:
+def open_checked_store(settings: Settings, *, read_only: bool = False, check_for_damage: bool = True) -> Store:
     """Open the memory and read it once, so that a server finds out before it serves.
 
     A JSONL memory is read on first use, and a SQLite file that is not a database opens
     without complaint until its first statement; a server that found this out on its
-    first call would leave its client waiting on a half-started session.
+    first call would leave its client waiting on a half-started session. A SQLite file with
+    an intact header and damaged pages answers the first reads too: `check_for_damage`
+    (on unless the caller means to read what is intact, as an export does) looks for them.
 
     Raises:
         MemoryOpenError: the memory cannot be opened or read; the message names the file,
@@ -65,7 +75,7 @@ def open_checked_store(settings: Settings, *, read_only: bool = False) -> Store:
     """
     store: Store | None = None
     try:
-        store = open_store(settings, read_only=read_only)
+        store = open_store(settings, read_only=read_only, check_for_damage=check_for_damage)
         with store.read():
             store.counts()
     except StorageError as error:
@@ -124,7 +134,8 @@ def _open_error(location: str, error: StorageError) -> MemoryOpenError:
             return MemoryOpenError(
                 location,
                 f"the database is damaged ({message})",
-                f"Restore it from a backup, or move it away to start a new memory, {_CHOOSE_ANOTHER}.",
+                "Restore it from a backup, or save what can still be read with `graphmem export` and move it "
+                f"away to start a new memory, {_CHOOSE_ANOTHER}.",
             )
         if "readonly" in message or "unable to open" in message:
             return MemoryOpenError(

@@ -320,6 +320,12 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+_DISK_FULL = (
+    "The disk holding the memory is full ({reason}); nothing was changed. "
+    "Free some space (or raise the quota) and retry the call."
+)
+
+
 @contextmanager
 def map_driver_errors() -> Iterator[None]:
     """Turn SQLite driver exceptions into `StorageError`s, so no driver type or SQL leaves storage/.
@@ -335,6 +341,8 @@ def map_driver_errors() -> Iterator[None]:
             raise StorageBusyError(
                 "The memory stayed locked by another process for too long; nothing was changed. Retry the call."
             ) from exc
+        if "disk is full" in message:  # SQLITE_FULL: the same advice as an ENOSPC from a file write
+            raise StorageError(_DISK_FULL.format(reason=message)) from exc
         if "interrupted" in message:
             # Only the store's time limit interrupts a statement (see SQLiteStore.time_limit).
             raise TimeLimitError(
@@ -343,7 +351,16 @@ def map_driver_errors() -> Iterator[None]:
             ) from exc
         raise StorageError(f"The memory database failed ({message}); nothing was changed.") from exc
     except sqlite3.DatabaseError as exc:
-        raise StorageError(f"The memory database failed ({exc}); nothing was changed.") from exc
+        message = str(exc)
+        if "malformed" in message or "corrupt" in message:
+            # SQLITE_CORRUPT: damaged pages (issue 27, item 12). Every call that reads them
+            # fails the same way until the file is replaced: say so, and how.
+            raise StorageError(
+                f"The memory database is damaged ({message}); nothing was changed. Restore it from a backup, "
+                "or export what can still be read with `graphmem export` and import it into a new memory "
+                "(see Troubleshooting in docs/operations.md)."
+            ) from exc
+        raise StorageError(f"The memory database failed ({message}); nothing was changed.") from exc
 
 
 @contextmanager
@@ -357,10 +374,7 @@ def map_backend_errors() -> Iterator[None]:
             yield
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise StorageError(
-                f"The disk holding the memory is full ({exc.strerror}); nothing was changed. "
-                "Free some space (or raise the quota) and retry the call."
-            ) from exc
+            raise StorageError(_DISK_FULL.format(reason=exc.strerror)) from exc
         # A failed write has no file name to give (it is None, not worth showing).
         where = f": {exc.filename}" if exc.filename else ""
         raise StorageError(

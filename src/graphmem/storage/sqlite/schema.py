@@ -8,6 +8,7 @@ import sqlite3
 import urllib.parse
 from pathlib import Path
 
+from graphmem.core.errors import MemoryOpenError
 from graphmem.storage.migration_scripts import migration_scripts
 
 
@@ -16,6 +17,29 @@ def _migrations() -> list[tuple[int, str]]:
 
 
 SCHEMA_VERSION = max(number for number, _ in _migrations())
+
+# The tables every graphmem memory has had since its first schema (migration 0001).
+_MEMORY_TABLES = ("entities", "observations", "relations")
+
+
+def refuse_a_foreign_database(conn: sqlite3.Connection, location: str) -> None:
+    """graphmem makes its tables only in a memory of its own or in a database with no tables
+    at all: a mistyped path must not fill another application's database with them (issue 27,
+    item 11; the PostgreSQL backend refuses the same, in postgres/schema.py).
+
+    Raises:
+        MemoryOpenError: the database holds other tables and no graphmem memory.
+    """
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = {name for name in tables if not name.startswith("sqlite_")}
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if not tables or (version > 0 and tables.issuperset(_MEMORY_TABLES)):
+        return
+    raise MemoryOpenError(
+        location,
+        f"the database holds {len(tables)} other tables and no graphmem memory",
+        "Check the path; a new memory needs a new or empty file (choose one with --memory-file or MEMORY_FILE_PATH).",
+    )
 
 
 def _connect_read_only(path: Path) -> sqlite3.Connection:

@@ -27,6 +27,7 @@ from graphmem.storage.base import (
 )
 from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer, merge_step
+from graphmem.storage.sqlite.damage import check_for_damage as check_for_damage_in
 from graphmem.storage.sqlite.pending import TEXT_LIMIT, WORDS_LIMIT, has_stale_words, index_pending, more_pending_than
 from graphmem.storage.sqlite.schema import (
     SCHEMA_VERSION,
@@ -34,6 +35,7 @@ from graphmem.storage.sqlite.schema import (
     _migrations,
     _split_sql,
     create_private_file,
+    refuse_a_foreign_database,
 )
 from graphmem.storage.sqlite.search import _Search
 from graphmem.storage.sqlite.text import (
@@ -149,11 +151,27 @@ _BULK_MERGE_PAGES = 2_000
 class SQLiteStore(_Writes, _Search, _Vectors):
     """A `Store` over one SQLite database file (or `:memory:`)."""
 
-    def __init__(self, path: Path | str, *, read_only: bool = False, cache_kib: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        read_only: bool = False,
+        cache_kib: int | None = None,
+        check_for_damage: bool = False,
+        derived_only: bool = False,
+    ) -> None:
         """Open (or create) the database; `read_only` opens an existing one without writing anything,
         so that a memory in a folder this user cannot write can still be read and exported;
-        `cache_kib` sizes the connection's page cache (by default, what serving reads needs)."""
+        `cache_kib` sizes the connection's page cache (by default, what serving reads needs);
+        `check_for_damage` reads what damage.py's bounded check reads and refuses a memory
+        with damaged pages (`StorageError`), as a server's start does;
+        `derived_only` is for a connection that writes only what is derived from the memory
+        (the embedding worker's vectors and their queue): its commits are not synced one by
+        one, and it leaves checkpoints to the log's own limit rather than run a thread for them."""
         self.location = str(path)
+        # A vector lost to a power cut is only embedded again (its claim expires), so the
+        # worker's commits skip the fsync each of them cost (issue 27, item 13).
+        self._synchronous = "NORMAL" if derived_only else "FULL"
         with map_backend_errors():
             if read_only:
                 self._conn = _connect_read_only(Path(path))
@@ -164,17 +182,29 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                 self._conn = sqlite3.connect(
                     str(path), timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
                 )
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.execute(f"PRAGMA cache_size=-{cache_kib or _CACHE_KIB}")
-            if read_only:
-                self._check_schema_is_current()
-            else:
-                self._migrate()
+            try:
+                # Before WAL mode is set: another application's database is left exactly as it was.
+                refuse_a_foreign_database(self._conn, self.location)
+                if not read_only:
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                    self._conn.execute(f"PRAGMA synchronous={self._synchronous}")
+                self._conn.execute("PRAGMA foreign_keys=ON")
+                self._conn.execute(f"PRAGMA cache_size=-{cache_kib or _CACHE_KIB}")
+                if read_only:
+                    self._check_schema_is_current()
+                else:
+                    self._migrate()
+                if check_for_damage and str(path) != ":memory:":
+                    check_for_damage_in(self._conn, os.stat(path).st_size)
+            except BaseException:
+                self._conn.close()
+                raise
         self._checkpointer: Checkpointer | None = None
         if str(path) != ":memory:" and not read_only:
-            self._checkpointer = Checkpointer(str(path), BUSY_TIMEOUT_SECONDS)
+            if not derived_only:
+                # The worker's commits, several a second, each woke this thread to copy the
+                # log and fsync the file; the clients' writes and the log's limit copy it.
+                self._checkpointer = Checkpointer(str(path), BUSY_TIMEOUT_SECONDS)
             self._conn.execute(f"PRAGMA wal_autocheckpoint={FALLBACK_PAGES}")
         self._lock = threading.RLock()
         self._term_counts = sqlite_ranking.TermCounts()
@@ -201,8 +231,15 @@ class SQLiteStore(_Writes, _Search, _Vectors):
             )
 
     def integrity_problems(self) -> list[str]:
-        with self._lock, map_backend_errors():
-            rows = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
+        with self._lock:
+            try:
+                rows = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
+            except sqlite3.DatabaseError as exc:
+                # Pages too damaged for the check to go on: that is its finding, not a failure.
+                with map_backend_errors():
+                    if "malformed" not in str(exc) and "corrupt" not in str(exc):
+                        raise
+                return [str(exc)]
         return [] if rows == ["ok"] else rows
 
     def _migrate(self) -> None:
@@ -280,7 +317,8 @@ class SQLiteStore(_Writes, _Search, _Vectors):
         A short write transaction of its own, committed without an fsync: it only derives
         the index from rows already durable, and if it is lost the marks are lost with it,
         so the next read does it again. If another writer holds the lock past a moment, the
-        read goes on without it (the searches then narrow by trigrams, never by the words).
+        read goes on without it (the searches then narrow by trigrams, never by the words),
+        and so it does when the rebuild cannot be written (a full disk).
         """
         if not has_stale_words(self._conn):
             return
@@ -299,11 +337,16 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                 self._conn.execute(_LOAD_SCHEMA).fetchall()
                 self._refresh_word_index()
                 self._conn.execute("COMMIT")
+            except sqlite3.OperationalError:
+                # A full disk (issue 27, item 9), a file made read-only: the rebuilt documents
+                # cannot be written, and the read must not fail for it; the marks stay for later.
+                self._roll_back()
+                return
             except BaseException:
                 self._roll_back()
                 raise
         finally:
-            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute(f"PRAGMA synchronous={self._synchronous}")
         self._term_counts.forget()
 
     def _roll_back(self) -> None:

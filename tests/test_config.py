@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 import pytest
@@ -227,6 +228,27 @@ def test_a_tokens_file_line_in_the_wrong_order_is_refused_without_showing_the_to
     message = str(caught.value)
     assert "Line 2:" in message
     assert ALICE not in message and BOB not in message
+
+
+def test_a_token_written_before_a_long_name_is_refused_without_showing_it(tmp_path: Path):
+    # `TOKEN alice.smith@example.com write`: the name is long enough to pass as a token, and the
+    # token is a valid name; accepted, the token would be shown by `graphmem info` as an author.
+    token = secrets.token_urlsafe(32)
+    while not (any(c.isupper() for c in token) and any(c.islower() for c in token) and any(c.isdigit() for c in token)):
+        token = secrets.token_urlsafe(32)
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({}, tokens_file=tokens_file(tmp_path, f"{token} alice.smith@example.com write\n"))
+    assert "Line 1:" in str(caught.value) and "looks like a token" in str(caught.value)
+    assert token not in str(caught.value)
+
+
+def test_a_name_repeated_on_two_lines_is_refused_without_quoting_a_word_that_could_be_a_token(tmp_path: Path):
+    long_name = "a-rather-long-service-name"
+    text = f"{long_name} {ALICE} write\n{long_name} {BOB} read\n"
+    with pytest.raises(ConfigError) as caught:
+        NetworkSettings.from_env({}, tokens_file=tokens_file(tmp_path, text))
+    assert "Line 2:" in str(caught.value) and "already on line 1" in str(caught.value)
+    assert long_name not in str(caught.value)
 
 
 def test_a_tokens_file_whose_token_is_another_line_s_name_is_refused_without_showing_it(tmp_path: Path):

@@ -117,6 +117,21 @@ def _shown(word: str, what: str) -> str:
     return repr(word) if len(word) < MIN_TOKEN_LENGTH else what
 
 
+_TOKEN_LIKE = re.compile(rf"[A-Za-z0-9_-]{{{MIN_TOKEN_LENGTH},}}")
+
+
+def _looks_like_a_token(word: str) -> bool:
+    """Whether `word`, written where a name belongs, is more likely a token (such as one made by
+    `secrets.token_urlsafe`): long, of the token alphabet only, mixing upper case, lower case and
+    digits. Accepted as a name, it would be shown by `graphmem info` and recorded as an author."""
+    return (
+        _TOKEN_LIKE.fullmatch(word) is not None
+        and any(char.isupper() for char in word)
+        and any(char.islower() for char in word)
+        and any(char.isdigit() for char in word)
+    )
+
+
 def _line_error(words: list[str]) -> str | None:
     """What is wrong with the words of one line, or None when it is `NAME TOKEN read|write`."""
     if len(words) != 3:
@@ -148,6 +163,13 @@ def _line_error(words: list[str]) -> str | None:
         )
     if name == token:
         return f"the name and the token are the same word; {_FIX_ORDER}"
+    if _looks_like_a_token(name):
+        # `TOKEN alice.smith@example.com write`: both words would pass, and the token would be
+        # shown as a name. Not quoted, for the same reason.
+        return (
+            f"the first word, the name, looks like a token (long, mixing upper case, lower case and digits); "
+            f"if the token came first, {_FIX_ORDER} Otherwise choose a shorter name, or one with '.' or '@'."
+        )
     return None
 
 
@@ -185,7 +207,11 @@ def read_tokens_file(raw_path: str, key: str = "--tokens-file") -> tuple[Credent
             other_line = tokens[name][1] if name in tokens else names[token]
             raise refuse(line_no, f"a word of this line is a name or token on line {other_line}; {_FIX_ORDER}")
         if name in names:
-            raise refuse(line_no, f"the name {name!r} is already on line {names[name]}; give each person one line.")
+            raise refuse(
+                line_no,
+                f"the name {_shown(name, '(the first word)')} is already on line {names[name]}; "
+                "give each person one line.",
+            )
         if token in tokens:
             other, other_line = tokens[token]
             raise refuse(

@@ -7,6 +7,7 @@ ended, new connections refused) and starts it again on the same port.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -16,12 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 import anyio
 import pytest
 from mcp import Client
+from psycopg_pool import ConnectionPool
 
 from graphmem.core.errors import StorageError
 from graphmem.core.models import Entity
 from graphmem.server.embedding_worker import START_DELAY_SECONDS
-from graphmem.storage.postgres import PostgresStore
+from graphmem.storage.postgres import PostgresStore, connection
 from graphmem.storage.postgres.connection import POOL_MAX, POOL_WAIT_SECONDS
+from graphmem.storage.postgres.lending import ConnectionLender
 from tests.helpers_clients import TRANSPORTS, Serve
 from tests.helpers_network import network_server
 from tests.helpers_postgres import StoppablePostgres, running_stoppable_postgres, stoppable_postgres_unavailable
@@ -212,3 +215,21 @@ def test_a_call_finding_every_pooled_connection_lent_makes_one_of_its_own_and_th
     finally:
         release.set()
         store.close()
+
+
+def test_a_pooled_connection_the_pool_retires_after_its_lifetime_keeps_the_pool(postgres_url: str, monkeypatch):
+    # The pool closes a connection past its max_lifetime as it comes back: a healthy database,
+    # so the pool must stay (taking the close for a lost connection threw it away every hour).
+    monkeypatch.setattr(connection, "ConnectionPool", functools.partial(ConnectionPool, max_lifetime=0.5))
+    lender = ConnectionLender(postgres_url, "the test database")
+    try:
+        pool = lender._pool
+        with lender.first_statement("SELECT 1") as (conn, _):
+            time.sleep(1.0)
+        assert conn.closed and not conn.broken  # retired by the pool, not lost
+        assert lender._pool is pool
+        with lender.first_statement("SELECT 1") as (_, cursor):
+            assert cursor.fetchone() == (1,)
+        assert lender._pool is pool
+    finally:
+        lender.close()

@@ -78,8 +78,11 @@ class ConnectionLender:
             if pool is None:
                 conn.close()
             else:
+                # Read before giving it back: the pool itself closes healthy connections it
+                # retires (past their max_lifetime), which says nothing about the database.
+                lost = conn.broken
                 _give_back(pool, conn)
-                if conn.closed:
+                if lost:
                     # Lost while lent (the server stopped, a network cut): the next call makes
                     # a connection of its own rather than wait for the pool to make one.
                     self._lost(pool)
@@ -163,8 +166,9 @@ def _from_pool(pool: ConnectionPool, query: str) -> Lent | None:
     try:
         return conn, conn.execute(query.encode("utf-8"))
     except psycopg.OperationalError:
+        lost = conn.broken  # before giving it back, which may close a healthy connection
         _give_back(pool, conn)
-        if not conn.closed:
+        if not lost:
             raise  # the server answered: the statement itself failed
         return None
     except BaseException:

@@ -50,6 +50,8 @@ class Serve:
     """The server's own log level (`--log-level`), which bounds what a client can get."""
     semantic: bool | None = None
     """`--semantic` / `--no-semantic`; None leaves the default (on)."""
+    json_response: bool = False
+    """`--json-response` (HTTP only): every answer one JSON body instead of an SSE stream."""
 
 
 Connect = Callable[..., AbstractAsyncContextManager[Client]]
@@ -89,6 +91,8 @@ def _serve_args(serve: Serve) -> list[str]:
         args += ["--tools", serve.tools]
     if serve.semantic is not None:
         args.append("--semantic" if serve.semantic else "--no-semantic")
+    if serve.json_response:
+        args.append("--json-response")
     return args
 
 

@@ -28,7 +28,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from graphmem.server import GRAPH_URI
 from graphmem.tools.resources import entity_uri
-from tests.helpers_clients import Connect, Serve
+from tests.helpers_clients import TRANSPORTS, Connect, Serve
 from tests.helpers_docs import ROOT, answers_as_shown, calls
 
 pytestmark = pytest.mark.anyio
@@ -37,6 +37,8 @@ REVISIONS = [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS]
 """Every revision graphmem claims: the SDK's."""
 
 EVERY_TOOL = Serve(toolset="all")
+
+JSON_ANSWERS = Serve(json_response=True)
 
 NOTICE_SECONDS = 10
 """How long a notice may take to arrive on its own stream (on a busy machine)."""
@@ -122,6 +124,22 @@ async def test_resources_and_prompts_answer(revision: str, connect: Connect, tmp
 async def test_a_watcher_hears_of_writes_that_change_what_it_watches(revision: str, connect: Connect, tmp_path):
     # Up to 2025-11-25 a client subscribes and hears on its connection; from 2026-07-28 on it
     # opens a subscriptions/listen stream naming what it watches.
+    assert await _watched_updates(revision, connect, tmp_path / "memory.db", EVERY_TOOL) == [
+        GRAPH_URI,
+        GRAPH_URI,
+        entity_uri("Ada"),
+    ]
+
+
+@pytest.mark.slow
+async def test_over_http_with_json_answers_a_watcher_hears_of_writes_too(revision: str, tmp_path):
+    # With --json-response a POST's answer is one JSON body, which carries no notices.
+    updates = await _watched_updates(revision, TRANSPORTS["http"], tmp_path / "memory.db", JSON_ANSWERS)
+    assert updates == [GRAPH_URI, GRAPH_URI, entity_uri("Ada")]
+
+
+async def _watched_updates(revision: str, connect: Connect, memory: Path, serve: Serve) -> list[str]:
+    """The updates a client watching the graph and Ada hears of while Ben's and Ada's facts are written."""
     updates: list[str] = []
     heard = anyio.Event()
     modern = revision in MODERN_PROTOCOL_VERSIONS
@@ -132,7 +150,7 @@ async def test_a_watcher_hears_of_writes_that_change_what_it_watches(revision: s
             updates.append(str(message.params.uri))
 
     ada = entity_uri("Ada")
-    async with speaking(revision, connect, tmp_path / "memory.db", message_handler=on_message) as client:
+    async with speaking(revision, connect, memory, serve, message_handler=on_message) as client:
         await _call(client, "create_entities", {"entities": [_entity("Ada"), _entity("Ben")]})
         if modern:
             async with client.listen(resource_subscriptions=[GRAPH_URI, ada]) as stream:
@@ -157,8 +175,12 @@ async def test_a_watcher_hears_of_writes_that_change_what_it_watches(revision: s
                 await client.subscribe_resource(ada)
             await _call(client, "add_observations", _fact("Ben", "x"))
             await _call(client, "add_observations", _fact("Ada", "y"))
+            # Over HTTP with JSON answers they come on the session's own stream, after the answer.
+            with anyio.fail_after(NOTICE_SECONDS):
+                while len(updates) < 3:
+                    await anyio.sleep(0.01)
     # Ben's fact changed the graph; Ada's changed the graph and Ada.
-    assert updates == [GRAPH_URI, GRAPH_URI, ada]
+    return updates
 
 
 def _jsonl_memory(tmp_path: Path) -> Path:
@@ -170,6 +192,27 @@ def _jsonl_memory(tmp_path: Path) -> Path:
 async def test_a_client_that_asks_for_warnings_gets_them(revision: str, connect: Connect, tmp_path):
     # Up to 2025-11-25 a client asks with logging/setLevel; from 2026-07-28 on each request says
     # in its _meta from what level it wants them (the SDK's Client(log_level=...) stamps it).
+    messages = await _warnings_heard(revision, connect, tmp_path, Serve())
+    assert [message.level for message in messages] == ["warning"]
+    assert "is skipped" in str(messages[0].data)
+
+
+@pytest.mark.slow
+async def test_over_http_with_json_answers_warnings_reach_every_revision_that_has_a_stream_for_them(
+    revision: str, tmp_path
+):
+    # Up to 2025-11-25 they go on the session's GET stream. A 2026-07-28 request's messages may
+    # only ride that request's own answer, which --json-response makes one JSON body: there is
+    # no wire for them (docs/serving.md says so; SSE answers, the default, carry them).
+    expected = [] if revision in MODERN_PROTOCOL_VERSIONS else ["warning"]
+    messages = await _warnings_heard(revision, TRANSPORTS["http"], tmp_path, JSON_ANSWERS, wait=bool(expected))
+    assert [message.level for message in messages] == expected
+
+
+async def _warnings_heard(
+    revision: str, connect: Connect, tmp_path: Path, serve: Serve, *, wait: bool = True
+) -> list[types.LoggingMessageNotificationParams]:
+    """The log messages a client asking for warnings hears while graphmem skips a bad line of its file."""
     messages: list[types.LoggingMessageNotificationParams] = []
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
@@ -178,7 +221,7 @@ async def test_a_client_that_asks_for_warnings_gets_them(revision: str, connect:
     memory = _jsonl_memory(tmp_path)
     modern = revision in MODERN_PROTOCOL_VERSIONS
     options: dict[str, Any] = {"logging_callback": on_log} | ({"log_level": "warning"} if modern else {})
-    async with speaking(revision, connect, memory, Serve(), **options) as client:
+    async with speaking(revision, connect, memory, serve, **options) as client:
         if not modern:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -187,5 +230,7 @@ async def test_a_client_that_asks_for_warnings_gets_them(revision: str, connect:
         with memory.open("a", encoding="utf-8") as file:
             file.write("this is not json\n")
         await _call(client, "read_graph", {})
-    assert [message.level for message in messages] == ["warning"]
-    assert "is skipped" in str(messages[0].data)
+        with anyio.fail_after(NOTICE_SECONDS):
+            while wait and not messages:
+                await anyio.sleep(0.01)
+    return messages

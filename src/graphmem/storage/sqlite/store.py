@@ -148,6 +148,15 @@ _CATCH_UP_LOCK_WAIT_MS = 100
 _BULK_MERGE_PAGES = 2_000
 
 
+def _cannot_write(error: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused a write for want of room or permission, or another writer's lock:
+    nothing a read needs, so the word index's catch-up may give up on it."""
+    name = getattr(error, "sqlite_errorname", "")
+    return name in ("SQLITE_FULL", "SQLITE_READONLY", "SQLITE_BUSY", "SQLITE_LOCKED") or name.startswith(
+        ("SQLITE_IOERR", "SQLITE_READONLY_", "SQLITE_BUSY_")
+    )
+
+
 class SQLiteStore(_Writes, _Search, _Vectors):
     """A `Store` over one SQLite database file (or `:memory:`)."""
 
@@ -337,10 +346,12 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                 self._conn.execute(_LOAD_SCHEMA).fetchall()
                 self._refresh_word_index()
                 self._conn.execute("COMMIT")
-            except sqlite3.OperationalError:
+            except sqlite3.OperationalError as error:
+                self._roll_back()
+                if not _cannot_write(error):
+                    raise  # an interrupt (the call's time limit), damage: the read's own failure
                 # A full disk (issue 27, item 9), a file made read-only: the rebuilt documents
                 # cannot be written, and the read must not fail for it; the marks stay for later.
-                self._roll_back()
                 return
             except BaseException:
                 self._roll_back()

@@ -310,8 +310,8 @@ def _transport(http: bool, tcp: bool, host: str | None, port: int | None) -> str
     "allowed_origins",
     multiple=True,
     metavar="ORIGIN",
-    help="A browser origin allowed to call the HTTP server, such as https://app.example.com (repeatable; "
-    "env GRAPHMEM_ALLOWED_ORIGINS).",
+    help="A browser origin allowed to call the HTTP server besides its own pages, such as the explorer's "
+    "address behind a proxy, https://memory.example.com (repeatable; env GRAPHMEM_ALLOWED_ORIGINS).",
 )
 @click.option(
     "--json-response/--sse-response",

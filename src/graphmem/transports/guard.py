@@ -202,7 +202,7 @@ class RequestGuard:
             return _refusal(
                 403,
                 f"Invalid Origin header {origin!r}: requests from that web page are not allowed. "
-                "Start the server with --allowed-origin ORIGIN to allow it.",
+                f"If it is this server's page behind a proxy, start the server with --allowed-origin {origin[:200]}.",
                 path=path,
             )
         if self._credentials and path not in self._open_paths:

@@ -254,6 +254,21 @@ async def test_the_page_says_whose_token_it_holds_and_a_link_with_another_token_
         await expect(page.get_by_role("button", name="New entity")).to_be_hidden()
 
 
+async def test_a_new_tab_signed_in_by_a_link_says_at_once_whose_name_its_edits_carry(
+    browser: Browser, team: NetworkServer
+):
+    # A new tab holds no token, so it takes the link's: anyone can make such a link, so the page
+    # says so where it cannot be missed, not only in the top bar.
+    async with open_page(browser) as page:
+        await page.goto(team.base + f"/#token={READER}&focus=Ada+Lovelace")
+        await settled(page)
+        await expect(page.locator("#signed-in")).to_have_text("Signed in as rita (read only)")
+        await expect(page.get_by_role("status")).to_contain_text("Signed in by the link you opened, as rita")
+        await page.reload()  # the tab's own token now: nothing more to say
+        await settled(page)
+        await expect(page.get_by_role("status")).not_to_contain_text("Signed in by the link")
+
+
 async def test_a_link_with_another_token_pasted_into_the_same_tab_is_offered_and_leaves_the_address(
     browser: Browser, team: NetworkServer
 ):

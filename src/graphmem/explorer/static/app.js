@@ -2,7 +2,17 @@
 // server's /api/ routes. Everything it draws comes in bounded pages: the overview first, then
 // what the user asks for (a type's entities, an entity's neighbours, a path).
 
-import { ApiError, declineOfferedToken, get, hasToken, offeredToken, post, setToken, takeTokenFromAddress } from "./js/api.js";
+import {
+  ApiError,
+  declineOfferedToken,
+  get,
+  hasToken,
+  offeredToken,
+  post,
+  setToken,
+  signedInByLink,
+  takeTokenFromAddress,
+} from "./js/api.js";
 import { el } from "./js/dom.js";
 import { Graph, MAX_NODES, knownTypes, separateLabels, typeColour } from "./js/graph.js";
 import { renderEntity, renderNewEntity, renderPath } from "./js/panel.js";
@@ -91,6 +101,11 @@ function showWho(session) {
   if (session.who) text = `Signed in as ${session.who}${access}`;
   else if (hasToken()) text = `Signed in with the server's token${access}`;
   $("signed-in").textContent = text;
+  if (signedInByLink() && session.who) {
+    // A new tab holds no token, so a link's is adopted: anyone can make such a link, so the page
+    // says at once whose name its edits will carry.
+    say(`Signed in by the link you opened, as ${session.who}${access}: edits are recorded under that name. If it is not yours, close this tab and open your own link (graphmem view).`);
+  }
 }
 
 /** A link carried a token other than the tab's: say whose it is, and let the user choose. */

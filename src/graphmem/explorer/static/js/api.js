@@ -12,6 +12,9 @@ const TOKEN_KEY = "graphmem.token";
 /** A token a link carried while the tab held another: kept in memory only, until the user chooses. */
 let offered = null;
 
+/** Whether the tab's token came from a link this page load (a new tab signed in by the link). */
+let fromLink = false;
+
 /** An answer that was not 2xx: `status` and the server's own message. */
 export class ApiError extends Error {
   constructor(status, message) {
@@ -30,8 +33,10 @@ export function takeTokenFromAddress() {
   if (token === null) return params;
   params.delete("token");
   const held = sessionStorage.getItem(TOKEN_KEY);
-  if (!held) sessionStorage.setItem(TOKEN_KEY, token);
-  else if (held !== token) offered = token;
+  if (!held) {
+    sessionStorage.setItem(TOKEN_KEY, token);
+    fromLink = true;
+  } else if (held !== token) offered = token;
   const rest = params.toString();
   // replaceState, not location.hash: no history entry keeps the token either.
   history.replaceState(null, "", location.pathname + location.search + (rest ? "#" + rest : ""));
@@ -41,6 +46,11 @@ export function takeTokenFromAddress() {
 export function setToken(token) {
   sessionStorage.setItem(TOKEN_KEY, token);
   offered = null;
+}
+
+/** Whether the tab's token was taken from the link that opened it (the page says whose it is). */
+export function signedInByLink() {
+  return fromLink;
 }
 
 /** Whether the tab holds a token. */

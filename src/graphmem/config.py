@@ -9,7 +9,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ import platformdirs
 from graphmem.core.errors import ConfigError
 from graphmem.core.identity import Identity
 from graphmem.core.limits import Limits
+from graphmem.core.paths import check_path_length
 from graphmem.credentials import (
     MIN_TOKEN_LENGTH,
     NEW_TOKEN,
@@ -69,42 +69,6 @@ JSONL_SUFFIXES = (".jsonl", ".json")
 def malloc_arenas_chosen_by_user(environ: Mapping[str, str] | None = None) -> bool:
     """The user set glibc's own MALLOC_ARENA_MAX, which graphmem then leaves as it is."""
     return "MALLOC_ARENA_MAX" in (os.environ if environ is None else environ)
-
-
-# The system's limits on a name and a whole path (Linux and macOS: 255 and 4096 or 1024 bytes).
-NAME_MAX = 255
-PATH_MAX = 4096 if sys.platform != "darwin" else 1024
-
-# The longest ending a backend adds to the memory's name for a file beside it: the vector
-# index's `-ivf-<16 hex>.partial`, a JSONL backup's `.bak-<time>-<n>`, SQLite's `-journal`.
-SIDE_FILE_ROOM = 32
-
-
-def check_path_length(key: str, raw_path: str, path: Path) -> None:
-    """Refuse a memory path the system would refuse, before anything tries to open it.
-
-    Raises:
-        ConfigError: a part of `path` is longer than NAME_MAX bytes (less the room its
-            files beside it need, for the last part), or the whole is longer than PATH_MAX.
-    """
-    shown = raw_path if len(raw_path) <= 80 else raw_path[:60] + "…"
-    parts = [os.fsencode(part) for part in path.parts]
-    if len(os.fsencode(str(path))) + SIDE_FILE_ROOM > PATH_MAX:
-        raise ConfigError(
-            key,
-            shown,
-            f"The path is longer than the system allows ({PATH_MAX - SIDE_FILE_ROOM} bytes, leaving room "
-            "for the files kept beside the memory); give a shorter one.",
-        )
-    for index, part in enumerate(parts):
-        limit = NAME_MAX - SIDE_FILE_ROOM if index == len(parts) - 1 else NAME_MAX
-        if len(part) > limit:
-            last = index == len(parts) - 1
-            what = "The file name" if last else "A folder name in the path"
-            why = f"the system's {NAME_MAX}, less room for the files kept beside the memory" if last else "the system's"
-            raise ConfigError(
-                key, shown, f"{what} is {len(part)} bytes long, over the {limit} allowed ({why}); give a shorter one."
-            )
 
 
 def default_memory_path() -> Path:

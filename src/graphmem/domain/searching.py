@@ -17,7 +17,7 @@ from graphmem.domain import search
 from graphmem.domain.fusion import CANDIDATES, NEAR_CANDIDATES, SEARCH_MODES, FusedHit, Fusion, fuse, meaning_counts
 from graphmem.domain.meaning import Meaning
 from graphmem.domain.reading import Reads
-from graphmem.storage.vectors import NearEntity
+from graphmem.storage.vectors import NearEntity, VectorStore
 
 __all__ = ["RankedNames", "Searches"]
 
@@ -157,10 +157,9 @@ class Searches(Reads):
         if mode == "semantic":
             query_vectors = self.meaning.query_vectors(queries, required=True)
             assert query_vectors is not None
-            assert self.meaning.vectors is not None
             with self.store.read():
                 near = self._nearest(query_vectors, entity_type, (offset + limit) if limit else None)
-                partly = self.meaning.vectors.any_waiting()
+                partly = self._vectors().any_waiting()
             if not meaning_counts(near, self.meaning.knows_a_word(queries), self.fusion):
                 near = []  # close to nothing in particular: nothing is near
             close = [FusedHit(hit.name, False, hit.score) for hit in near if hit.score >= self.fusion.min_similarity]
@@ -180,13 +179,20 @@ class Searches(Reads):
 
     def _nearest(self, query_vectors: Sequence[Any], entity_type: str | None, wanted: int | None) -> list[NearEntity]:
         """The entities closest in meaning to any of the queries, best first."""
-        assert self.meaning.vectors is not None
+        vectors = self._vectors()
         count = max(NEAR_CANDIDATES, wanted or 0)
         best: dict[str, float] = {}
         for vector in query_vectors:
-            for near in self.meaning.vectors.nearest_entities(vector, self.meaning.fingerprint, count, entity_type):
+            for near in vectors.nearest_entities(vector, self.meaning.fingerprint, count, entity_type):
                 best[near.name] = max(near.score, best.get(near.name, -2.0))
         return [NearEntity(name, score) for name, score in sorted(best.items(), key=lambda item: -item[1])]
+
+    def _vectors(self) -> VectorStore:
+        """The memory's vectors: there whenever a query has a vector (meaning is on for it)."""
+        vectors = self.meaning.vectors
+        if vectors is None:
+            raise self.meaning.unavailable()
+        return vectors
 
     def _hybrid(
         self,
@@ -214,12 +220,11 @@ class Searches(Reads):
         query_vectors = embedding.result()
         if query_vectors is None:
             return self._lexical(queries, entity_type, limit, offset, named_at_most)
-        assert self.meaning.vectors is not None
         with self.store.read():
             near = self._nearest(query_vectors, entity_type, None if limit is None else offset + limit)
             # What still waits is ranked by its words alone (see fusion.py).
-            waiting = self.meaning.vectors.waiting_among([hit.name for hit in words.hits])
-            partly = bool(waiting) or self.meaning.vectors.any_waiting()
+            waiting = self._vectors().waiting_among([hit.name for hit in words.hits])
+            partly = bool(waiting) or self._vectors().any_waiting()
         if not near or not meaning_counts(near, self.meaning.knows_a_word(queries), self.fusion):
             # Meaning took no part: the answer is the words' (and, with no extra argument, the official one).
             return self._lexical(queries, entity_type, limit, offset, named_at_most)

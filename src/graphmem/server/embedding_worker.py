@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 from graphmem.core.errors import InvalidInputError, StorageBusyError, StorageError
 from graphmem.domain.meaning import EMBED_BATCH, Meaning
@@ -128,6 +129,14 @@ def _lower_priority() -> None:
             _log.debug("could not lower the embedding worker's priority", exc_info=True)
 
 
+@dataclass
+class _Claim:
+    """The batch in hand: the memory's version just after it was claimed, and when."""
+
+    version: Hashable | None = None
+    started: float | None = None
+
+
 class EmbeddingWorker:
     """Embeds the memory's waiting texts on a thread of its own until stopped.
 
@@ -215,7 +224,7 @@ class EmbeddingWorker:
                     outage.over()
                     self._stopping.wait(POLL_SECONDS)
                     continue
-                if self._one_batch(vectors):
+                if self._one_batch(store, vectors):
                     idle_at = None
                 else:
                     # The version read before the claim: a write after it is looked for next time.
@@ -240,19 +249,19 @@ class EmbeddingWorker:
             if self._stopping.wait(QUIET_SECONDS):
                 return
 
-    def _pause(self, store: Store, claimed: list[tuple[Hashable | None, float]]) -> bool:
+    def _pause(self, store: Store, claim: _Claim) -> bool:
         """Between slices of a batch: let the clients' calls pass, then tell whether to cut the
         batch short: another connection committed since the claim (a client's write), or
         `SAVE_SECONDS` have passed (a slow machine still saves as it goes)."""
         self._yield_to_clients()
         version = store.version()
-        if not claimed:
-            claimed.append((version, time.monotonic()))
+        if claim.started is None:  # the first pause comes right after the claim's commit
+            claim.version, claim.started = version, time.monotonic()
             return False
-        self._cut = version is None or version != claimed[0][0]
-        return self._cut or time.monotonic() - claimed[0][1] > SAVE_SECONDS
+        self._cut = version is None or version != claim.version
+        return self._cut or time.monotonic() - claim.started > SAVE_SECONDS
 
-    def _one_batch(self, vectors: VectorStore) -> bool:
+    def _one_batch(self, store: Store, vectors: VectorStore) -> bool:
         """Embed one batch on the worker's connection; False when nothing was waiting.
 
         The batch is claimed and saved in one commit each, and the clients' calls pass before
@@ -261,7 +270,7 @@ class EmbeddingWorker:
         repeats cheap (issue 27, item 13). The yield comes after the claim, so that the claim
         follows the last batch's save at once, and the two drop the kept answers once.
         """
-        claimed: list[tuple[Hashable | None, float]] = []
+        claim = _Claim()
         # After a cut, the client's new texts (claimed first, being the newest) are saved
         # after one slice, not after a whole batch's.
         batch, self._cut = (EMBED_BATCH if self._cut else WORKER_BATCH), False
@@ -269,7 +278,7 @@ class EmbeddingWorker:
             batch,
             vectors=vectors,
             abandon=self._stopping.is_set,
-            pause=lambda: self._pause(vectors, claimed),  # type: ignore[arg-type]
+            pause=lambda: self._pause(store, claim),
         )
         return taken > 0
 

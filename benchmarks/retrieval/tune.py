@@ -1,128 +1,234 @@
 """Fusion variants measured offline, on halves of LoCoMo and on the hand-written sets.
 
-    python -m benchmarks.retrieval.tune /path/to/locomo10_v2 [--cache /tmp/fusion-features.pkl]
+    python -m benchmarks.retrieval.tune /path/to/locomo10_v2 --cache /tmp/fusion-features.pkl \
+        [--as few-turns] [--turns-per-entity 3] [--only NAME ...]
 
-Asking `search_nodes` per variant would embed every memory again (four minutes for LoCoMo on
-two cores). Instead each memory is loaded once through the tools, as `benchmarks.retrieval`
-loads it, and what any fusion can see is kept (`Features`): the word ranking the store answers
-each question with, and the cosine of each question with every embedded text (float32, where
-the store keeps int8; the `shipped` variant reproduces the command's figures to the third
-decimal all the same). A variant is then a function from one question's evidence to a ranking,
-scored in a second.
+Asking `search_nodes` per variant would embed every memory again (minutes for LoCoMo on two
+cores). Instead each memory is loaded once through the tools, as `benchmarks.retrieval` loads
+it, and what any fusion can see is kept (`Features`): the word ranking the store answers each
+question with, the cosine of each question with every embedded text (float32, where the store
+keeps int8; the `shipped` row reproduces the command's figures to about the third decimal),
+and the cosine with each observation embedded together with the one before it in its entity
+(the "context" texts, which the store does not embed today). A variant is then a function
+from one question's evidence to a ranking, scored in seconds.
 
-LoCoMo is scored on its even and odd conversations apart as well as whole (tune on one half,
-look at the other), all evidence sessions in the top 5; the meaning and quality sets by
-recall@5, which no variant may lower.
+LoCoMo is loaded as the command's `--as` says (few-turns unless told) and kept in its two
+halves as the command's `--half` cuts them: tune on the first, report the second. Every
+variant is scored by recall@5 and @10 (the share of a question's answer entities among the
+first 5 or 10) on the first half, the second half, the meaning set and the quality set, and
+per category. The winner is the best first-half recall@5 among the variants that lower neither
+hand-written set by more than `ALLOWED_DROP`; a tie (to the third decimal) goes to the simpler,
+i.e. the one listed first.
+
+Results (27 Nov 2026, search code of 00bc73a, LoCoMo few-turns at 3 turns per entity): the
+pick is a background at rank 100 of 100 near entities (shipped: 30 of 50), recall@5 0.737 on
+the first half (shipped 0.725) and 0.722 on the second (0.706; words alone 0.722), meaning set
+0.914 (0.917), quality 1.000. Every variant's figures: benchmarks/retrieval/TUNING.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import pickle
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from benchmarks.retrieval.evaluate import load, open_memory
-from benchmarks.retrieval.locomo import load_locomo
+from benchmarks.retrieval.locomo import LOADINGS, TURNS_PER_ENTITY, load_locomo
 from benchmarks.retrieval.sets import EvalSet, load_meaning, load_quality
 from graphmem.domain import search
-from graphmem.domain.fusion import Fusion, fuse
+from graphmem.domain.fusion import CANDIDATES, NEAR_CANDIDATES, Fusion, fuse
 from graphmem.domain.meaning import embedding_text
 from graphmem.storage.vectors import ENTITY_TEXT, OBSERVATION_TEXT, NearEntity, PendingText
-from graphmem.storage.words import SearchHit, index_words, stem
+from graphmem.storage.words import SearchHit
 
-__all__ = ["VARIANTS", "Case", "Features", "answer_scores", "build_features", "score_variant", "summarise"]
+__all__ = [
+    "ALLOWED_DROP",
+    "SETS",
+    "VARIANTS",
+    "Case",
+    "Features",
+    "Meaning",
+    "Score",
+    "build_features",
+    "fused",
+    "pick",
+    "score_variant",
+]
 
 WORD_DEPTH = 50
-"""How many word matches each question keeps: every session of a LoCoMo conversation."""
+"""How many word matches each question keeps (a variant may read past the shipped `CANDIDATES`)."""
+
+EMBED_BATCH = 256
+"""Texts embedded per call while the features are built (for progress, and bounded memory)."""
+
+SETS = ("first", "second", "meaning", "quality")
+"""The sets every variant is scored on: LoCoMo's halves, then the hand-written sets."""
+
+ALLOWED_DROP = 0.005
+"""How far below the shipped fusion a variant may take the meaning or quality set's recall@5."""
+
+EXCERPT = "conversation excerpt"
+"""The entity type of a LoCoMo few-turns entity (benchmarks.retrieval.locomo)."""
 
 
 @dataclass
 class Features:
-    """One memory as a fusion sees it."""
+    """One memory as a fusion sees it. Texts are kept entity by entity, in entity order."""
 
     names: list[str]
+    types: list[str]
     owner: np.ndarray
-    """For each embedded text, the index of its entity in `names`."""
+    """For each embedded text, the index of its entity in `names` (never decreasing)."""
     kinds: np.ndarray
     """For each text, ENTITY_TEXT (its name and aliases) or OBSERVATION_TEXT."""
     texts: list[str]
     text_vectors: np.ndarray
+    context_vectors: np.ndarray
+    """For each text, the vector of "<previous observation> <this one>" when it is an observation
+    with one before it in its entity, else the text's own vector."""
     question_vectors: np.ndarray
     questions: list[tuple[str, tuple[str, ...], str]]
     """(text, answer entity names, category) per question."""
     words: list[list[tuple[str, bool, float]]]
     """The store's word ranking per question: (name, official, BM25)."""
-    _index_words: list[list[str]] | None = field(default=None, repr=False)
-    _counts: dict[tuple[str, bool], np.ndarray] = field(default_factory=dict, repr=False)
 
-    def index_words(self) -> list[list[str]]:
-        """Each text's index words (tokenized and stemmed as the word index does)."""
-        if self._index_words is None:
-            self._index_words = [index_words(text) for text in self.texts]
-        return self._index_words
-
-    def term_counts(self, stemmed: str, prefix: bool) -> np.ndarray:
-        """How often each text holds the index word `stemmed` (or, for a prefix, words it starts)."""
-        key = (stemmed, prefix)
-        # Through __dict__: features pickled before this cache existed have no `_counts`.
-        counts: dict[tuple[str, bool], np.ndarray] = self.__dict__.setdefault("_counts", {})
-        if key not in counts:
-            counts[key] = np.array(
-                [
-                    sum(1 for t in words if (t.startswith(stemmed) if prefix else t == stemmed))
-                    for words in self.index_words()
-                ],
-                dtype=float,
-            )
-        return counts[key]
+    @property
+    def starts(self) -> np.ndarray:
+        """Where each entity's texts begin."""
+        return np.searchsorted(self.owner, np.arange(len(self.names)))
 
 
 @dataclass
 class Case:
-    """One question: its word hits, and each entity's text cosines (best first)."""
+    """One question: its word hits (the shipped window), and its cosine with every text."""
 
     features: Features
     number: int
     words: list[SearchHit]
-    cosines: dict[str, np.ndarray]
-
-    @property
-    def text(self) -> str:
-        return self.features.questions[self.number][0]
-
-    def observation_bm25(self) -> dict[str, np.ndarray]:
-        """Each entity's observations scored alone by BM25 (IDF over all observations), best first."""
-        features = self.features
-        documents = features.index_words()
-        rows = np.flatnonzero(features.kinds == OBSERVATION_TEXT)
-        lengths = np.array([len(documents[row]) for row in rows], dtype=float)
-        average = lengths.mean() if len(rows) else 1.0
-        total = np.zeros(len(rows))
-        for word in search.query_terms(self.text):
-            stemmed, prefix = stem(word), len(word) >= 3 and not word.isdigit()
-            counts = features.term_counts(stemmed, prefix)[rows]
-            found = int((counts > 0).sum())
-            if not found:
-                continue
-            idf = max(math.log((len(rows) - found + 0.5) / (found + 0.5)), 1e-6)
-            total += idf * counts * 2.2 / (counts + 1.2 * (0.25 + 0.75 * lengths / average))
-        scores = np.zeros(len(features.texts))
-        scores[rows] = total
-        return _per_entity(features, scores, only=features.kinds == OBSERVATION_TEXT)
+    cosines: np.ndarray
+    context_cosines: np.ndarray
 
 
-def _per_entity(features: Features, scores: np.ndarray, only: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    keep = np.ones(len(scores), dtype=bool) if only is None else only
-    return {name: np.sort(scores[(features.owner == index) & keep])[::-1] for index, name in enumerate(features.names)}
+Ranker = Callable[[Case], list[str]]
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """How an entity's meaning score is read from its texts' cosines with the question.
+
+    Args:
+        context: a text scores the better of its own cosine and its context text's.
+        best: the mean of an entity's best `best` texts (fewer if it has fewer).
+        names: "all" counts the name text of every entity, "no excerpts" not that of a LoCoMo
+            excerpt (whose name, "session 3, turns 4-6", says nothing), "none" of no entity.
+        candidates: how many of the closest entities the meaning ranking proposes.
+    """
+
+    context: bool = False
+    best: int = 1
+    names: str = "all"
+    candidates: int = NEAR_CANDIDATES
+
+    def near(self, case: Case) -> list[NearEntity]:
+        """The `candidates` closest entities, as the vector store would answer them."""
+        features = case.features
+        scores = np.maximum(case.cosines, case.context_cosines) if self.context else case.cosines.copy()
+        if self.names != "all":
+            names = features.kinds == ENTITY_TEXT
+            if self.names == "no excerpts":
+                names &= np.array([t == EXCERPT for t in features.types])[features.owner]
+            scores[names] = -np.inf
+        # Best first within each entity: sorted by owner, then by falling score.
+        order = np.lexsort((-scores, features.owner))
+        ranked = scores[order]
+        starts = features.starts
+        counts = np.diff(np.append(starts, len(scores)))
+        total = np.zeros(len(starts))
+        taken = np.zeros(len(starts))
+        for place in range(self.best):
+            has = counts > place
+            values = np.full(len(starts), -np.inf)
+            values[has] = ranked[starts[has] + place]
+            usable = np.isfinite(values)
+            total[usable] += values[usable]
+            taken[usable] += 1
+        entity = np.where(taken > 0, total / np.maximum(taken, 1), -np.inf)
+        closest = np.argsort(-entity, kind="stable")[: self.candidates]
+        return [NearEntity(features.names[i], float(entity[i])) for i in closest if np.isfinite(entity[i])]
+
+
+SHIPPED = Fusion()
+"""The weights `search_nodes` uses."""
+
+ONE_TEXT = Meaning()
+"""How `search_nodes` scores an entity's meaning: its closest text, the name text included."""
+
+
+def fused(fusion: Fusion = SHIPPED, meaning: Meaning = ONE_TEXT) -> Ranker:
+    """`graphmem.domain.fusion.fuse` as `search_nodes` calls it, with these weights and meaning scores."""
+    return lambda case: [hit.name for hit in fuse(case.words, meaning.near(case), fusion)]
+
+
+def _variants() -> dict[str, Ranker]:
+    variants: dict[str, Ranker] = {
+        "words only": lambda case: [hit.name for hit in case.words],
+        "meaning only": lambda case: [near.name for near in ONE_TEXT.near(case)],
+        "shipped": fused(),
+    }
+    for weight in (0.25, 0.4, 0.5, 0.6, 0.75):
+        variants[f"weight {weight}"] = fused(Fusion(semantic_weight=weight))
+    for rank in (10, 20, 50):
+        variants[f"background rank {rank}"] = fused(Fusion(baseline_rank=rank))
+    for floor in (0.2, 0.3):
+        variants[f"min similarity {floor}"] = fused(Fusion(min_similarity=floor))
+    variants["mean of best 2 texts"] = fused(meaning=Meaning(best=2))
+    variants["no name text for excerpts"] = fused(meaning=Meaning(names="no excerpts"))
+    variants["no name text at all"] = fused(meaning=Meaning(names="none"))
+    variants["context (prev + this)"] = fused(meaning=Meaning(context=True))
+    variants["word candidates 50"] = lambda case: [
+        hit.name for hit in fuse(_words(case, WORD_DEPTH), ONE_TEXT.near(case), SHIPPED)
+    ]
+    # Pairs of the above, fixed before any figure was seen (the first half picks among them too).
+    variants["context + mean of best 2"] = fused(meaning=Meaning(context=True, best=2))
+    variants["context + no excerpt names"] = fused(meaning=Meaning(context=True, names="no excerpts"))
+    for weight in (0.5, 0.75):
+        variants[f"context, weight {weight}"] = fused(Fusion(semantic_weight=weight), Meaning(context=True))
+        variants[f"context + no excerpt names, weight {weight}"] = fused(
+            Fusion(semantic_weight=weight), Meaning(context=True, names="no excerpts")
+        )
+    # Second round, added after the first table (both halves) was read: the first half's best
+    # allowed single change (background rank 50) with the others, and a deeper background.
+    deep = Meaning(candidates=100)
+    variants["background rank 100 of 100 near"] = fused(Fusion(baseline_rank=100), deep)
+    # Its neighbours, to see whether rank 100 is a plateau or a peak.
+    variants["background rank 75 of 100 near"] = fused(Fusion(baseline_rank=75), deep)
+    variants["background rank 150 of 150 near"] = fused(Fusion(baseline_rank=150), Meaning(candidates=150))
+    variants["background rank 50 + context"] = fused(Fusion(baseline_rank=50), Meaning(context=True))
+    variants["background rank 50, weight 0.75"] = fused(Fusion(semantic_weight=0.75, baseline_rank=50))
+    variants["background rank 50, min similarity 0.2"] = fused(Fusion(baseline_rank=50, min_similarity=0.2))
+    variants["background rank 100 of 100 near, weight 0.75"] = fused(
+        Fusion(semantic_weight=0.75, baseline_rank=100), deep
+    )
+    variants["background rank 100 of 100 near + context"] = fused(
+        Fusion(baseline_rank=100), Meaning(context=True, candidates=100)
+    )
+    return variants
+
+
+def _words(case: Case, depth: int) -> list[SearchHit]:
+    return [SearchHit(name, official, score) for name, official, score in case.features.words[case.number][:depth]]
+
+
+VARIANTS = _variants()
+"""Every variant by name, the simpler first (a tie goes to the earlier)."""
 
 
 def build_features(eval_set: EvalSet, *, through_tools: bool) -> list[Features]:
@@ -130,9 +236,16 @@ def build_features(eval_set: EvalSet, *, through_tools: bool) -> list[Features]:
     from graphmem.embedding import load_embedder
 
     model = load_embedder(workers=2)
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, model.dimensions), dtype=np.float32)
+        return np.concatenate([model.embed(texts[at : at + EMBED_BATCH]) for at in range(0, len(texts), EMBED_BATCH)])
+
     built = []
     with tempfile.TemporaryDirectory(prefix="graphmem-tune-") as directory:
         for number, memory in enumerate(eval_set.memories):
+            started = time.monotonic()
             graph = open_memory(Path(directory) / f"memory-{number}.db", embed=False)
             try:
                 load(graph, memory, through_tools=through_tools)
@@ -145,177 +258,167 @@ def build_features(eval_set: EvalSet, *, through_tools: bool) -> list[Features]:
             finally:
                 graph.store.close()
             texts, owner, kinds = [], [], []
+            context: dict[int, str] = {}
             for index, entity in enumerate(memory.entities):
                 # The texts the embedding worker embeds: the name with its aliases, each observation.
                 pending = PendingText(ENTITY_TEXT, 0, entity.name, entity.name, entity.aliases)
-                for kind, text in [(ENTITY_TEXT, embedding_text(pending))] + [
-                    (OBSERVATION_TEXT, observation) for observation in entity.observations
-                ]:
-                    texts.append(text)
+                texts.append(embedding_text(pending))
+                owner.append(index)
+                kinds.append(ENTITY_TEXT)
+                for place, observation in enumerate(entity.observations):
+                    if place:
+                        context[len(texts)] = f"{entity.observations[place - 1]} {observation}"
+                    texts.append(observation)
                     owner.append(index)
-                    kinds.append(kind)
+                    kinds.append(OBSERVATION_TEXT)
+            text_vectors = embed(texts)
+            context_vectors = text_vectors.copy()
+            rows = list(context)
+            if rows:
+                context_vectors[rows] = embed([context[row] for row in rows])
             built.append(
                 Features(
                     names=[entity.name for entity in memory.entities],
+                    types=[entity.entity_type for entity in memory.entities],
                     owner=np.array(owner),
                     kinds=np.array(kinds),
                     texts=texts,
-                    text_vectors=model.embed(texts),
-                    question_vectors=model.embed([question.text for question in memory.questions]),
+                    text_vectors=text_vectors,
+                    context_vectors=context_vectors,
+                    question_vectors=embed([question.text for question in memory.questions]),
                     questions=[(q.text, q.answers, q.category) for q in memory.questions],
                     words=words,
                 )
             )
-            print(f"  features of memory {number + 1}/{len(eval_set.memories)}", file=sys.stderr)
+            print(
+                f"  {eval_set.name}: memory {number + 1}/{len(eval_set.memories)},"
+                f" {len(texts) + len(rows)} texts in {time.monotonic() - started:.0f} s",
+                file=sys.stderr,
+            )
     return built
 
 
-def cases(features: Features) -> Iterator[Case]:
+def cases(features: Features) -> list[Case]:
     """Every question of a memory, with its evidence."""
     cosines = features.text_vectors @ features.question_vectors.T
-    for number in range(len(features.questions)):
-        hits = [SearchHit(name, official, score) for name, official, score in features.words[number]]
-        yield Case(features, number, hits, _per_entity(features, cosines[:, number]))
+    context = features.context_vectors @ features.question_vectors.T
+    return [
+        Case(
+            features,
+            number,
+            [SearchHit(name, official, score) for name, official, score in features.words[number][:CANDIDATES]],
+            cosines[:, number],
+            context[:, number],
+        )
+        for number in range(len(features.questions))
+    ]
 
 
-Ranker = Callable[[Case], list[str]]
+@dataclass(frozen=True)
+class Score:
+    """Recall@5 and @10, overall and per category."""
 
-SHIPPED = Fusion()
-"""The weights `search_nodes` uses."""
-
-
-def _near(case: Case, aggregate: Callable[[np.ndarray], float]) -> list[NearEntity]:
-    scored = [NearEntity(name, float(aggregate(values))) for name, values in case.cosines.items() if len(values)]
-    return sorted(scored, key=lambda near: -near.score)[:50]
+    recall_5: float
+    recall_10: float
+    categories: dict[str, tuple[float, float]]
 
 
-def shipped(fusion: Fusion = SHIPPED, aggregate: Callable[[np.ndarray], float] = lambda v: float(v[0])) -> Ranker:
-    """`graphmem.domain.fusion.fuse` as `search_nodes` calls it (an entity: its best text)."""
-    return lambda case: [hit.name for hit in fuse(case.words, _near(case, aggregate), fusion)]
-
-
-def with_observation_words(share: float, word_share: float = 1.0, fusion: Fusion = SHIPPED) -> Ranker:
-    """The shipped fusion plus `share` x each entity's best single observation by BM25 (over the best)."""
-
-    def rank(case: Case) -> list[str]:
-        fused = fuse(case.words, _near(case, lambda v: float(v[0])), fusion)
-        words = {hit.name: hit.score for hit in case.words}
-        best_words = max(words.values(), default=0.0) or 1.0
-        lone = {name: float(values[0]) if len(values) else 0.0 for name, values in case.observation_bm25().items()}
-        best_lone = max(lone.values(), default=0.0) or 1.0
-        meaning = {hit.name: hit.score - words.get(hit.name, 0.0) / best_words for hit in fused}
-        score = {
-            hit.name: word_share * words.get(hit.name, 0.0) / best_words
-            + share * lone.get(hit.name, 0.0) / best_lone
-            + meaning[hit.name]
-            for hit in fused
-        }
-        return sorted(score, key=lambda name: (name not in {h.name for h in fused if h.official}, -score[name]))
-
-    return rank
-
-
-def _second(share: float) -> Callable[[np.ndarray], float]:
-    return lambda v: float(v[0] + share * (v[1] if len(v) > 1 else v[0]))
-
-
-VARIANTS: dict[str, Ranker] = {
-    "words only": lambda case: [hit.name for hit in case.words],
-    "meaning only": lambda case: [near.name for near in _near(case, lambda v: float(v[0]))],
-    "shipped": shipped(),
-    "meaning weight 0.6": shipped(Fusion(semantic_weight=0.6)),
-    "meaning weight 1.5": shipped(Fusion(semantic_weight=1.5)),
-    "background rank 15": shipped(Fusion(baseline_rank=15)),
-    "best + 0.25 x second text": shipped(aggregate=_second(0.25)),
-    "best + 0.5 x second text": shipped(aggregate=_second(0.5)),
-    "mean of best 3 texts": shipped(aggregate=lambda v: float(v[:3].mean())),
-    "+ best observation by words x0.5": with_observation_words(0.5),
-    "+ best observation by words x1": with_observation_words(1.0),
-    "+ best observation x1, words x0.5": with_observation_words(1.0, 0.5),
-}
-
-
-def answer_scores(ranker: Ranker, memories: Sequence[Features], *, every_answer: bool) -> list[list[tuple[str, float]]]:
-    """Per memory, each question's (category, score): 1 or 0 for all answers in the top 5, or recall@5."""
-    scores = []
+def score_variant(ranker: Ranker, memories: Sequence[Features]) -> Score:
+    """The variant's mean recall@5 and @10 over every question of `memories`, overall and per category."""
+    by_category: dict[str, list[tuple[float, float]]] = {}
     for features in memories:
-        scored = []
         for case in cases(features):
-            top = ranker(case)[:5]
+            ranked = ranker(case)[:10]
             answers = features.questions[case.number][1]
-            found = sum(answer in top for answer in answers)
-            scored.append(
-                (
-                    features.questions[case.number][2],
-                    float(found == len(answers)) if every_answer else found / len(answers),
-                )
+            row = (
+                sum(answer in ranked[:5] for answer in answers) / len(answers),
+                sum(answer in ranked for answer in answers) / len(answers),
             )
-        scores.append(scored)
-    return scores
+            by_category.setdefault(features.questions[case.number][2], []).append(row)
+    every = [row for rows in by_category.values() for row in rows]
+    return Score(
+        statistics.fmean(row[0] for row in every),
+        statistics.fmean(row[1] for row in every),
+        {
+            category: (statistics.fmean(r[0] for r in rows), statistics.fmean(r[1] for r in rows))
+            for category, rows in sorted(by_category.items())
+        },
+    )
 
 
-def summarise(
-    scores: Sequence[list[tuple[str, float]]], only: set[int] | None = None
-) -> tuple[float, dict[str, float]]:
-    """The mean score overall and per category, over every memory or the `only` ones."""
-    by_category: dict[str, list[float]] = {}
-    for number, scored in enumerate(scores):
-        if only is None or number in only:
-            for category, value in scored:
-                by_category.setdefault(category, []).append(value)
-    every = [value for values in by_category.values() for value in values]
-    return statistics.fmean(every), {key: statistics.fmean(values) for key, values in sorted(by_category.items())}
+def pick(scores: dict[str, dict[str, Score]]) -> str:
+    """The variant with the best first-half recall@5 that keeps both hand-written sets within
+    `ALLOWED_DROP` of the shipped fusion; ties (to the third decimal) go to the earlier listed."""
+    shipped = scores["shipped"]
+    allowed = [
+        name
+        for name, score in scores.items()
+        if name not in ("words only", "meaning only")
+        and all(score[s].recall_5 >= shipped[s].recall_5 - ALLOWED_DROP for s in ("meaning", "quality"))
+    ]
+    return max(allowed, key=lambda name: (round(scores[name]["first"].recall_5, 3), -allowed.index(name)))
 
 
-def score_variant(
-    ranker: Ranker, memories: Sequence[Features], *, every_answer: bool
-) -> tuple[float, dict[str, float]]:
-    """The mean score (all answers in the top 5, or recall@5) overall and per category."""
-    return summarise(answer_scores(ranker, memories, every_answer=every_answer))
-
-
-def _cached(path: Path | None, locomo: Path) -> dict[str, list[Features]]:
+def _cached(path: Path | None, locomo: Path, loading: str, turns: int) -> dict[str, list[Features]]:
+    unit = f"{loading}/{turns}"
     if path is not None and path.exists():
-        loaded: dict[str, list[Features]] = pickle.loads(path.read_bytes())
-        return loaded
+        loaded = pickle.loads(path.read_bytes())
+        if not isinstance(loaded, dict) or loaded.get("unit") != unit:
+            sys.exit(f"{path} holds other features than those of LoCoMo as {unit}: give another --cache")
+        return {name: loaded[name] for name in SETS}
     built = {
-        "locomo": build_features(load_locomo(locomo), through_tools=True),
-        "meaning": build_features(load_meaning(), through_tools=False),
-        "quality": build_features(load_quality(), through_tools=False),
+        half: build_features(load_locomo(locomo, loading, turns_per_entity=turns, half=half), through_tools=True)
+        for half in ("first", "second")
     }
+    built["meaning"] = build_features(load_meaning(), through_tools=False)
+    built["quality"] = build_features(load_quality(), through_tools=False)
     if path is not None:
-        path.write_bytes(pickle.dumps(built))
+        path.write_bytes(pickle.dumps({"unit": unit, **built}))
     return built
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Print every variant's figures."""
+    """Print every variant's figures, then the winner."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval.tune", description=__doc__)
     parser.add_argument("locomo", type=Path, help="locomo10.json or the locomo10_v2 folder")
     parser.add_argument("--cache", type=Path, help="keep the features here and reuse them (a pickle: yours only)")
-    parser.add_argument("--only", nargs="+", help="variants to run (default: all)")
+    parser.add_argument("--as", dest="loading", choices=LOADINGS, default="few-turns", help="default: few-turns")
+    parser.add_argument("--turns-per-entity", type=int, default=TURNS_PER_ENTITY, metavar="N")
+    parser.add_argument("--only", nargs="+", help="variants to run (default: all; shipped always runs)")
     args = parser.parse_args(argv)
-    sets = _cached(args.cache, args.locomo)
-    locomo = sets["locomo"]
-    even, odd = set(range(0, len(locomo), 2)), set(range(1, len(locomo), 2))
-    print(
-        f"{'variant':<36} {'LoCoMo':>6} {'even':>6} {'odd':>6} {'multi':>6} {'open':>6} {'single':>6} {'time':>6}",
-        end="",
-    )
-    print(f" {'meaning':>7} {'quality':>7}")
+    if args.turns_per_entity < 1:
+        parser.error("--turns-per-entity takes 1 or more")
+    sets = _cached(args.cache, args.locomo, args.loading, args.turns_per_entity)
+    scores: dict[str, dict[str, Score]] = {}
+    started = time.monotonic()
+    header = " ".join(f"{s + ' R@5':>12} {'R@10':>6}" for s in SETS)
+    print(f"{'variant':<46} {header}")
     for name, ranker in VARIANTS.items():
-        if args.only and name not in args.only:
+        if args.only and name not in args.only and name != "shipped":
             continue
-        scores = answer_scores(ranker, locomo, every_answer=True)
-        whole, categories = summarise(scores)
-        halves = [summarise(scores, half)[0] for half in (even, odd)]
-        meaning = score_variant(ranker, sets["meaning"], every_answer=False)[0]
-        quality = score_variant(ranker, sets["quality"], every_answer=False)[0]
-        row: list[Any] = [whole, *halves] + [categories.get(key, math.nan) for key in _CATEGORIES]
-        print(f"{name:<36} " + " ".join(f"{value:>6.3f}" for value in row) + f" {meaning:>7.3f} {quality:>7.3f}")
+        scores[name] = {s: score_variant(ranker, sets[s]) for s in SETS}
+        figures = " ".join(f"{scores[name][s].recall_5:>12.3f} {scores[name][s].recall_10:>6.3f}" for s in SETS)
+        print(f"{name:<46} {figures}", flush=True)
+    print(f"\n({len(scores)} variants scored in {time.monotonic() - started:.0f} s)\n")
+    print("recall@5 / @10 per category")
+    for s in SETS:
+        categories = sorted({c for score in scores.values() for c in score[s].categories})
+        print(f"\n{s}: " + "  ".join(categories))
+        for name, score in scores.items():
+            cells = [score[s].categories.get(c, (float("nan"),) * 2) for c in categories]
+            print(f"  {name:<46} " + " ".join(f"{r5:.3f}/{r10:.3f}" for r5, r10 in cells))
+    winner = pick(scores)
+    best = scores[winner]
+    print(
+        f"\nwinner by the first half: {winner}: first {best['first'].recall_5:.3f},"
+        f" second (report) {best['second'].recall_5:.3f} / {best['second'].recall_10:.3f} at 5 / 10;"
+        f" meaning {best['meaning'].recall_5:.3f}, quality {best['quality'].recall_5:.3f}"
+    )
 
-
-_CATEGORIES = ("multi-hop", "open-domain", "single-hop", "temporal")
 
 if __name__ == "__main__":
-    main()
+    # Through the module's import name, so that a pickled cache names
+    # benchmarks.retrieval.tune.Features (not __main__.Features) and loads anywhere.
+    from benchmarks.retrieval import tune
+
+    tune.main()

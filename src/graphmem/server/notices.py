@@ -61,12 +61,20 @@ async def send_logs(ctx: ServerRequestContext[AppState]) -> None:
         for record in records:
             if record.levelno >= level:
                 await notify(ctx, connection, _log_notice(record))
-    asked = allowed_log_levels(ctx.protocol_version, ctx.meta) if ctx.protocol_version in _PER_REQUEST else None
+    asked = _levels_asked_by(ctx)
     if asked:
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             for record in records:
                 if record.level in asked:
                     await ctx.session.send_notification(_log_notice(record), related_request_id=ctx.request_id)
+
+
+def _levels_asked_by(ctx: ServerRequestContext[AppState]) -> frozenset[types.LoggingLevel]:
+    """The log levels a request of protocol 2026-07-28 on asked for in its `_meta` (none for older
+    revisions, whose connections ask once with logging/setLevel)."""
+    if ctx.protocol_version not in _PER_REQUEST:
+        return frozenset()
+    return allowed_log_levels(ctx.protocol_version, ctx.meta)
 
 
 def _log_notice(record: ClientLogRecord) -> types.LoggingMessageNotification:
@@ -83,7 +91,7 @@ async def logs_for_request(ctx: ServerRequestContext[AppState]) -> AsyncIterator
     """While the request runs, collect the log records its `_meta` asks for (2026-07-28 on, where
     `logging/setLevel` is gone and each request says from what level it wants them)."""
     state = ctx.lifespan_context
-    asked = allowed_log_levels(ctx.protocol_version, ctx.meta) if ctx.protocol_version in _PER_REQUEST else None
+    asked = _levels_asked_by(ctx)
     if not asked:
         yield
         return

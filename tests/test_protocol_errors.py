@@ -95,19 +95,23 @@ async def _http_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
     return headers
 
 
+def _create_entities(request_id: int, *entities: dict[str, Any]) -> dict[str, Any]:
+    """A tools/call request of create_entities, as a JSON-RPC message."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "create_entities", "arguments": {"entities": list(entities)}},
+    }
+
+
 @pytest.mark.slow
 async def test_http_refuses_an_id_json_cannot_write_back_instead_of_never_answering(tmp_path: Path):
     memory = tmp_path / "m.db"
     with anyio.fail_after(30):
         async with network_server(memory, "--http") as server, httpx2.AsyncClient() as http:
             headers = await _http_session(http, server.url)
-            create = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": "create_entities", "arguments": {"entities": []}},
-            }
-            body = json.dumps(create).replace('"id": 1', '"id": 1e400')
+            body = json.dumps(_create_entities(1)).replace('"id": 1', '"id": 1e400')
             infinite = await http.post(server.url, content=body, headers=headers)
             broken = await http.post(server.url, content=b'{"jsonrpc":"2.0","id":5,"method":"ping"', headers=headers)
     assert infinite.status_code == 400
@@ -144,12 +148,7 @@ async def test_http_answers_415_for_a_body_not_sent_as_json_and_400_for_params_t
     with anyio.fail_after(30):
         async with network_server(memory, "--http") as server, httpx2.AsyncClient() as http:
             headers = await _http_session(http, server.url)
-            create = {
-                "jsonrpc": "2.0",
-                "id": 3,
-                "method": "tools/call",
-                "params": {"name": "create_entities", "arguments": {"entities": [entity("Ada")]}},
-            }
+            create = _create_entities(3, entity("Ada"))
             as_text = await http.post(server.url, json=create, headers=headers | {"content-type": "text/plain"})
             string_arguments = {**create, "params": {"name": "create_entities", "arguments": "Ada"}}
             as_string = await http.post(server.url, json=string_arguments, headers=headers)

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,6 +100,21 @@ class _CountingModel:
         return np.full((len(texts), 384), 1 / np.sqrt(384), dtype=np.float32)
 
 
+def _embed_until(settings: Settings, served: Any, model: _CountingModel, *, calls: int) -> None:
+    """Run a worker (on a connection of its own, as a server's) until the model was called
+    `calls` times (30 s at most), then stop it and close `served`."""
+    background = open_store(settings, background=True)
+    worker = EmbeddingWorker(Meaning(lambda: model, served), lambda: background, start_delay=0, last_call=lambda: 0.0)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(model.calls) < calls and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        worker.stop()
+    served.close()
+
+
 def test_the_worker_claims_and_saves_a_large_backlog_in_few_commits_letting_calls_pass_between_slices(tmp_path: Path):
     settings = Settings(memory_path=tmp_path / "memory.db")
     served = open_store(settings)
@@ -159,16 +175,7 @@ def test_a_fact_written_while_the_worker_embeds_a_backlog_is_saved_after_one_mor
             seen_at_third_call.append(served.vector_progress().embedded)  # type: ignore[attr-defined]
 
     model = _CountingModel(client)
-    background = open_store(settings, background=True)
-    worker = EmbeddingWorker(Meaning(lambda: model, served), lambda: background, start_delay=0, last_call=lambda: 0.0)
-    worker.start()
-    try:
-        deadline = time.monotonic() + 30
-        while len(model.calls) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
-    finally:
-        worker.stop()
-    served.close()
+    _embed_until(settings, served, model, calls=3)
     # The batch in hand was cut after its first slice; the next, small, took the newest text.
     assert "Fresh" in model.texts[1]
     assert seen_at_third_call == [2 * EMBED_BATCH]
@@ -188,14 +195,5 @@ def test_a_batch_that_takes_long_is_saved_as_far_as_it_got(tmp_path: Path, monke
             seen_at_second_call.append(served.vector_progress().embedded)  # type: ignore[attr-defined]
 
     model = _CountingModel(check)
-    background = open_store(settings, background=True)
-    worker = EmbeddingWorker(Meaning(lambda: model, served), lambda: background, start_delay=0, last_call=lambda: 0.0)
-    worker.start()
-    try:
-        deadline = time.monotonic() + 30
-        while len(model.calls) < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
-    finally:
-        worker.stop()
-    served.close()
+    _embed_until(settings, served, model, calls=2)
     assert seen_at_second_call == [EMBED_BATCH]

@@ -88,6 +88,7 @@ class _CountingModel:
     def __init__(self, on_call=None) -> None:
         self.calls: list[int] = []
         self.texts: list[list[str]] = []
+        self.times: list[float] = []
         self._on_call = on_call
 
     def embed(self, texts):
@@ -95,16 +96,19 @@ class _CountingModel:
 
         self.calls.append(len(texts))
         self.texts.append(list(texts))
+        self.times.append(time.monotonic())
         if self._on_call is not None:
             self._on_call(len(self.calls))
         return np.full((len(texts), 384), 1 / np.sqrt(384), dtype=np.float32)
 
 
-def _embed_until(settings: Settings, served: Any, model: _CountingModel, *, calls: int) -> None:
+def _embed_until(settings: Settings, served: Any, model: _CountingModel, *, calls: int, busy: bool = False) -> None:
     """Run a worker (on a connection of its own, as a server's) until the model was called
-    `calls` times (30 s at most), then stop it and close `served`."""
+    `calls` times (30 s at most), then stop it and close `served`. `busy`: the clients' calls
+    never pause (an agent polling a search), so every yield to them lasts its longest."""
     background = open_store(settings, background=True)
-    worker = EmbeddingWorker(Meaning(lambda: model, served), lambda: background, start_delay=0, last_call=lambda: 0.0)
+    last_call = time.monotonic if busy else (lambda: 0.0)
+    worker = EmbeddingWorker(Meaning(lambda: model, served), lambda: background, start_delay=0, last_call=last_call)
     worker.start()
     try:
         deadline = time.monotonic() + 30
@@ -197,3 +201,23 @@ def test_a_batch_that_takes_long_is_saved_as_far_as_it_got(tmp_path: Path, monke
     model = _CountingModel(check)
     _embed_until(settings, served, model, calls=2)
     assert seen_at_second_call == [EMBED_BATCH]
+
+
+def test_the_texts_a_client_just_wrote_are_embedded_without_waiting_for_the_clients_to_pause(tmp_path: Path):
+    # An agent that writes and then polls a search keeps the clients busy: the batch in hand is
+    # cut at once (not after a wait for a quiet moment), and the small batch of the write's own
+    # texts does not wait either (it took two such waits, about 2 s, before).
+    settings = Settings(memory_path=tmp_path / "memory.db")
+    served = open_store(settings)
+    with served.write():
+        served.insert_entities([Entity(name=f"E{i}", entity_type="t", observations=[]) for i in range(600)])
+
+    def client(call: int) -> None:
+        if call == 2:
+            with served.write():
+                served.insert_entities([Entity(name="Fresh", entity_type="t", observations=[])])
+
+    model = _CountingModel(client)
+    _embed_until(settings, served, model, calls=3, busy=True)
+    assert "Fresh" in model.texts[2]
+    assert model.times[2] - model.times[1] < embedding_worker.LONGEST_YIELD_SECONDS / 2

@@ -249,17 +249,24 @@ class EmbeddingWorker:
             if self._stopping.wait(QUIET_SECONDS):
                 return
 
-    def _pause(self, store: Store, claim: _Claim) -> bool:
-        """Between slices of a batch: let the clients' calls pass, then tell whether to cut the
-        batch short: another connection committed since the claim (a client's write), or
-        `SAVE_SECONDS` have passed (a slow machine still saves as it goes)."""
-        self._yield_to_clients()
-        version = store.version()
+    def _pause(self, store: Store, claim: _Claim, *, yielding: bool = True) -> bool:
+        """Between slices of a batch: tell whether to cut the batch short, then let the clients'
+        calls pass. A batch is cut at once when another connection committed since the claim (a
+        client's write: what is done is saved, and its texts, the newest, go next), and after
+        `SAVE_SECONDS` (a slow machine still saves as it goes). The small batch after a cut does
+        not wait for the clients: it holds the texts a client just wrote, and is soon done."""
+        if claim.started is not None:
+            version = store.version()
+            if version is None or version != claim.version:
+                self._cut = True
+                return True
+            if time.monotonic() - claim.started > SAVE_SECONDS:
+                return True
+        if yielding:
+            self._yield_to_clients()
         if claim.started is None:  # the first pause comes right after the claim's commit
-            claim.version, claim.started = version, time.monotonic()
-            return False
-        self._cut = version is None or version != claim.version
-        return self._cut or time.monotonic() - claim.started > SAVE_SECONDS
+            claim.version, claim.started = store.version(), time.monotonic()
+        return False
 
     def _one_batch(self, store: Store, vectors: VectorStore) -> bool:
         """Embed one batch on the worker's connection; False when nothing was waiting.
@@ -273,12 +280,12 @@ class EmbeddingWorker:
         claim = _Claim()
         # After a cut, the client's new texts (claimed first, being the newest) are saved
         # after one slice, not after a whole batch's.
-        batch, self._cut = (EMBED_BATCH if self._cut else WORKER_BATCH), False
+        after_a_cut, self._cut = self._cut, False
         taken = self._meaning.embed_pending(
-            batch,
+            EMBED_BATCH if after_a_cut else WORKER_BATCH,
             vectors=vectors,
             abandon=self._stopping.is_set,
-            pause=lambda: self._pause(store, claim),
+            pause=lambda: self._pause(store, claim, yielding=not after_a_cut),
         )
         return taken > 0
 

@@ -222,10 +222,11 @@ class Searches(Reads):
             return self._lexical(queries, entity_type, limit, offset, named_at_most)
         with self.store.read():
             near = self._nearest(query_vectors, entity_type, None if limit is None else offset + limit)
-            # What still waits is ranked by its words alone (see fusion.py).
-            waiting = self._vectors().waiting_among([hit.name for hit in words.hits])
-            partly = bool(waiting) or self._vectors().any_waiting()
-        if not near or not meaning_counts(near, self.meaning.knows_a_word(queries), self.fusion):
+            counts = bool(near) and meaning_counts(near, self.meaning.knows_a_word(queries), self.fusion)
+            # What still waits is ranked by its words alone (see fusion.py); usually nothing does.
+            partly = counts and self._vectors().any_waiting()
+            waiting = self._vectors().waiting_among([hit.name for hit in words.hits]) if partly else set()
+        if not counts:
             # Meaning took no part: the answer is the words' (and, with no extra argument, the official one).
             return self._lexical(queries, entity_type, limit, offset, named_at_most)
         fused = fuse(words.hits, near, self.fusion, waiting)

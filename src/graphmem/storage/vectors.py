@@ -133,7 +133,8 @@ class VectorStore(Protocol):
 
     def waiting_among(self, names: Sequence[str]) -> set[str]:
         """Those of the named entities with a text still waiting for its vector (its name,
-        aliases or any observation): a search by meaning cannot yet judge them whole."""
+        aliases or any observation): a search by meaning cannot yet judge them whole. A
+        search asks only once `any_waiting` said something waits."""
         ...
 
     def use_model(self, fingerprint: str) -> bool:

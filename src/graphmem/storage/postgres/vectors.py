@@ -350,7 +350,7 @@ class _Vectors(_Reads):
             return set()
         with self.read():  # type: ignore[attr-defined]
             rows = self._rows(
-                "SELECT e.name FROM entities AS e WHERE e.name = ANY(%s) AND EXISTS (SELECT 1 FROM vector_queue)"
+                "SELECT e.name FROM entities AS e WHERE e.name = ANY(%s)"
                 f" AND (EXISTS (SELECT 1 FROM vector_queue AS q WHERE q.kind = {ENTITY_TEXT} AND q.row_id = e.id)"
                 " OR EXISTS (SELECT 1 FROM observations AS o JOIN vector_queue AS q"
                 f"  ON q.kind = {OBSERVATION_TEXT} AND q.row_id = o.id WHERE o.entity_id = e.id))",

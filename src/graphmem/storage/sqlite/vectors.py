@@ -207,8 +207,6 @@ class _Vectors(_Reads):
     def waiting_among(self, names: Sequence[str]) -> set[str]:
         waiting: set[str] = set()
         with self.read():  # type: ignore[attr-defined]
-            if self._conn.execute("SELECT 1 FROM vectors_stale LIMIT 1").fetchone() is None:
-                return waiting  # the usual case once the worker has caught up: one probe
             for chunk in _chunks(list(dict.fromkeys(names))):
                 rows = self._conn.execute(
                     "SELECT e.name FROM entities AS e"

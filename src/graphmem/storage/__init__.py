@@ -6,7 +6,7 @@ import sqlite3
 
 from graphmem.config import Settings
 from graphmem.core.errors import MemoryOpenError, SchemaVersionError, StorageBusyError, StorageError
-from graphmem.storage.base import Store
+from graphmem.storage.base import Store, describes_damage
 
 __all__ = ["Store", "open_checked_store", "open_store"]
 
@@ -130,7 +130,7 @@ def _open_error(location: str, error: StorageError) -> MemoryOpenError:
                 "A memory in the official JSONL format needs a .jsonl or .json name; otherwise move the file "
                 f"away (graphmem starts a new memory there), {_CHOOSE_ANOTHER}.",
             )
-        if "malformed" in message or "corrupt" in message:
+        if describes_damage(message):
             return MemoryOpenError(
                 location,
                 f"the database is damaged ({message})",

@@ -29,6 +29,7 @@ __all__ = [
     "FieldHits",
     "Store",
     "StoreCounts",
+    "describes_damage",
     "map_backend_errors",
     "map_driver_errors",
 ]
@@ -320,6 +321,11 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+def describes_damage(message: str) -> bool:
+    """Whether a SQLite error's message says the file has damaged pages (SQLITE_CORRUPT)."""
+    return "malformed" in message or "corrupt" in message
+
+
 _DISK_FULL = (
     "The disk holding the memory is full ({reason}); nothing was changed. "
     "Free some space (or raise the quota) and retry the call."
@@ -352,7 +358,7 @@ def map_driver_errors() -> Iterator[None]:
         raise StorageError(f"The memory database failed ({message}); nothing was changed.") from exc
     except sqlite3.DatabaseError as exc:
         message = str(exc)
-        if "malformed" in message or "corrupt" in message:
+        if describes_damage(message):
             # SQLITE_CORRUPT: damaged pages (issue 27, item 12). Every call that reads them
             # fails the same way until the file is replaced: say so, and how.
             raise StorageError(

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from graphmem.core.errors import SchemaVersionError
 from graphmem.storage.base import (
+    describes_damage,
     map_backend_errors,
     map_driver_errors,
 )
@@ -240,14 +241,13 @@ class SQLiteStore(_Writes, _Search, _Vectors):
             )
 
     def integrity_problems(self) -> list[str]:
-        with self._lock:
+        with self._lock, map_backend_errors():
             try:
                 rows = [row[0] for row in self._conn.execute("PRAGMA quick_check")]
             except sqlite3.DatabaseError as exc:
+                if not describes_damage(str(exc)):
+                    raise
                 # Pages too damaged for the check to go on: that is its finding, not a failure.
-                with map_backend_errors():
-                    if "malformed" not in str(exc) and "corrupt" not in str(exc):
-                        raise
                 return [str(exc)]
         return [] if rows == ["ok"] else rows
 

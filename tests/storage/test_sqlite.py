@@ -21,6 +21,7 @@ from graphmem.core.models import Entity, ObservationAddition, Relation
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.search import word_search
 from graphmem.storage.base import StoreCounts
+from graphmem.storage.migration_scripts import migration_scripts
 from graphmem.storage.sqlite import reads as sqlite_reads
 from graphmem.storage.sqlite.store import SCHEMA_VERSION, SQLiteStore, _split_sql
 from graphmem.storage.words import WordSearch
@@ -798,3 +799,53 @@ def test_most_connected_walks_the_degree_index_for_a_common_type_and_agrees_with
     store.close()
     assert walked_pages == sorted_pages
     assert sum(len(page) for page in walked_pages) == 20
+
+
+# -- projects (migration 0017) ----------------------------------------------------------------
+
+
+def _version_16_database(path: Path) -> None:
+    """A memory as graphmem left it before projects: two entities, facts, an alias, a relation."""
+    conn = sqlite3.connect(path)
+    for number, script in migration_scripts("sqlite"):
+        if number <= 16:
+            for statement in _split_sql(script):
+                conn.execute(statement)
+    conn.execute(
+        "INSERT INTO entities (id, name, entity_type, name_lc, type_lc, extra) VALUES"
+        " (1, 'Bob', 'person', 'bob', 'person', '{\"aliases\": [\"Bobby\"]}'),"
+        " (3, 'Acme', 'company', 'acme', 'company', NULL)"
+    )
+    conn.execute(
+        "INSERT INTO observations (entity_id, content, content_lc) VALUES"
+        " (1, 'Moved to Berlin', 'moved to berlin'), (3, 'Makes anvils', 'makes anvils')"
+    )
+    conn.execute("INSERT INTO relations (from_name, to_name, relation_type) VALUES ('Bob', 'Acme', 'works_at')")
+    conn.execute("PRAGMA user_version = 16")
+    conn.commit()
+    conn.close()
+
+
+def test_a_memory_from_before_projects_keeps_everything_in_the_shared_space(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    _version_16_database(path)
+    store = SQLiteStore(path)
+    with store.read():
+        bob, acme = store.get_entities(["Bob", "Acme"])
+        assert (bob.observations, acme.observations) == (("Moved to Berlin",), ("Makes anvils",))
+        assert (bob.project, acme.project) == ("", "")
+        assert store.resolve_names(["Bobby"]) == {"Bobby": "Bob"}
+        assert [relation.key for relation in store.iter_relations()] == [("Bob", "Acme", "works_at")]
+        assert [hit.name for hit in store.search_entities(_plan("who moved to berlin?")).hits] == ["Bob"]
+    with store.write():
+        # Ids go on from where they were, and the constraints hold as before within a project.
+        store.insert_entities([Entity("Carol", "person")])
+    store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT id FROM entities WHERE name = 'Carol'").fetchone() == (4,)
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute("INSERT INTO entities (name, entity_type, name_lc, type_lc) VALUES ('Bob', 'x', 'bob', 'x')")
+        conn.execute(
+            "INSERT INTO entities (name, entity_type, name_lc, type_lc, project) VALUES ('Bob', 'x', 'bob', 'x', 'api')"
+        )

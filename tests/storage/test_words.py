@@ -11,7 +11,8 @@ import sqlite3
 
 import pytest
 
-from graphmem.storage.words import Term, WordDocument, bm25, index_words, is_common, stem, tokenize
+from graphmem.storage.sqlite.scoping import project_token
+from graphmem.storage.words import PROJECT_WORDS, Term, WordDocument, bm25, index_words, is_common, stem, tokenize
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 WEIGHTS = (10.0, 8.0, 4.0, 1.0)
@@ -90,11 +91,12 @@ def test_bm25_gives_the_same_floats_as_fts5():
         for _ in range(300)
     ]
     conn = sqlite3.connect(":memory:")
-    conn.execute(f"CREATE VIRTUAL TABLE w USING fts5 (n, a, t, o, tokenize = '{TOKENIZER}')")
+    # As the store's word index: a fifth column holds the one word of the entity's project.
+    conn.execute(f"CREATE VIRTUAL TABLE w USING fts5 (n, a, t, o, p, tokenize = '{TOKENIZER}')")
     for rowid, (name, aliases, entity_type, observations) in enumerate(rows):
         conn.execute(
-            "INSERT INTO w (rowid, n, a, t, o) VALUES (?, ?, ?, ?, ?)",
-            (rowid, name, "\n".join(aliases), entity_type, "\n".join(observations)),
+            "INSERT INTO w (rowid, n, a, t, o, p) VALUES (?, ?, ?, ?, ?, ?)",
+            (rowid, name, "\n".join(aliases), entity_type, "\n".join(observations), project_token(str(rowid % 3))),
         )
     documents = [WordDocument(*row) for row in rows]
     # Terms each in fewer than half of the rows, where FTS5 and bm25() count the same terms.
@@ -102,7 +104,9 @@ def test_bm25_gives_the_same_floats_as_fts5():
         fts = " OR ".join(json.dumps(term.word, ensure_ascii=False) + ("*" if term.prefix else "") for term in terms)
         expected = {
             row: -score
-            for row, score in conn.execute("SELECT rowid, bm25(w, ?, ?, ?, ?) FROM w WHERE w MATCH ?", (*WEIGHTS, fts))
+            for row, score in conn.execute(
+                "SELECT rowid, bm25(w, ?, ?, ?, ?, 0) FROM w WHERE w MATCH ?", (*WEIGHTS, fts)
+            )
         }
         assert expected
         assert bm25(documents, terms, WEIGHTS) == expected
@@ -132,7 +136,8 @@ def test_is_common_is_where_the_idf_stops_being_positive():
 
 def test_a_document_counts_weighted_hits_per_column():
     document = WordDocument("Berlin Berlin", ["Berlinale"], "city", ["in Berlin", "moved to Berlin"])
-    assert document.length == 2 + 1 + 1 + 5
+    # Its words, and the one that stands for its project in the word index.
+    assert document.length == 2 + 1 + 1 + 5 + PROJECT_WORDS
     assert document.frequency("berlin", False, WEIGHTS) == 2 * 10 + 2 * 1
     # "berlinale" is stemmed to "berlinal", which starts with "berlin".
     assert document.frequency("berlin", True, WEIGHTS) == 2 * 10 + 8 + 2 * 1

@@ -30,6 +30,9 @@ class Entity:
     extra: dict[str, Any] | None = field(default=None, compare=False)
     """Keys from other formats that graphmem keeps but the official tools do not show
     (a fork's `aliases`, `createdAt`, `version`); written back to JSONL files unchanged."""
+    project: str = ""
+    """The project the entity belongs to; "" for the shared space (graphmem.core.projects).
+    Not part of the official shape: the tools say it only when more than one project is shown."""
 
     @property
     def aliases(self) -> tuple[str, ...]:
@@ -54,6 +57,9 @@ class Relation:
     relation_type: str
     extra: dict[str, Any] | None = field(default=None, compare=False)
     """Keys from other formats kept but not shown, as for `Entity.extra`."""
+    project: str = ""
+    """The project the relation was written in; its endpoint names are those of that project
+    and of the shared space ("" for the shared space itself)."""
 
     @property
     def key(self) -> tuple[str, str, str]:

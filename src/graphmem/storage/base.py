@@ -7,6 +7,12 @@ memory to answer about a few entities.
 Every method must be called inside `write()` or `read()`. `write()` is one
 all-or-nothing transaction: when its block raises, nothing it did is kept, and
 when it returns normally the change is durable on disk.
+
+A transaction runs in a `Scope` (graphmem.core.projects): every method inside it answers
+as if the memory held only the projects the scope sees (a project and the shared space,
+or every project). A backend filters in its own indexes, so that a call in a small project
+of a large memory costs what the project costs. Entities and relations read carry their
+`project`; those inserted go to the `project` they carry (the domain decides which).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any, Protocol
 
 from graphmem.core.errors import StorageBusyError, StorageError, TimeLimitError
 from graphmem.core.models import Entity, Relation
+from graphmem.core.projects import EVERY, Scope
 from graphmem.storage.entity_query import EntityQuery
 from graphmem.storage.words import SearchResult, WordSearch
 
@@ -27,6 +34,7 @@ __all__ = [
     "AnalyticsRows",
     "EntitySummary",
     "FieldHits",
+    "ProjectCounts",
     "Store",
     "StoreCounts",
     "describes_damage",
@@ -51,6 +59,18 @@ class StoreCounts:
     entities: int
     relations: int
     observations: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectCounts:
+    """What one project (or the shared space, project "") holds, and when it was last written."""
+
+    project: str
+    entities: int
+    relations: int
+    observations: int
+    last_written: str | None
+    """The latest `updatedAt` (UTC, ISO 8601) of its entities; None when none has one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +114,16 @@ class Store(Protocol):
     location: str
     """Where the memory lives, for people (a path or a URL without its password)."""
 
-    def write(self) -> AbstractContextManager[None]:
-        """A durable, all-or-nothing write transaction (serialised with other writers)."""
+    def write(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
+        """A durable, all-or-nothing write transaction (serialised with other writers) in `scope`.
+
+        A transaction opened inside another joins it, in the outer one's scope; asking there
+        for another scope raises ValueError.
+        """
         ...
 
-    def read(self) -> AbstractContextManager[None]:
-        """A consistent snapshot for several reads."""
+    def read(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
+        """A consistent snapshot for several reads, in `scope`."""
         ...
 
     def bulk_insert(self) -> AbstractContextManager[None]:
@@ -297,6 +321,10 @@ class Store(Protocol):
     def delete_entities(self, names: Sequence[str]) -> int:
         """Delete the named entities with their observations and every relation touching them.
 
+        In projects: a relation touches an entity when it names it and its names are those of
+        the entity's project (a relation of that project; for a shared entity, of any project,
+        since no project can hold a name the shared space holds).
+
         Returns:
             how many entities were deleted.
         """
@@ -309,6 +337,31 @@ class Store(Protocol):
     def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
         """Delete relations by key; returns how many existed."""
         ...
+
+    # -- projects ---------------------------------------------------------------------------
+
+    def move_entities(self, names: Sequence[str], project: str) -> int:
+        """Give the named entities the scope sees (with their observations) to `project`;
+        returns how many moved. Their relations stay where they are (the domain moves those
+        it decides to, with `move_relations`). The names are known to be free in `project`."""
+        ...
+
+    def move_relations(self, keys: Sequence[tuple[str, str, str]], project: str) -> int:
+        """Give the relations with these keys that the scope sees to `project`; returns how many
+        moved. The keys are known to be free in `project`."""
+        ...
+
+    def project_counts(self) -> list[ProjectCounts]:
+        """Each project the scope sees that holds an entity or a relation, with its counts, in
+        the order of their keys (the shared space, "", first)."""
+        ...
+
+    def delete_project(self, project: str) -> tuple[int, int]:
+        """Delete every entity (with its observations) and every relation of `project`; the
+        shared space's relations that name its entities stay. Returns (entities, relations)."""
+        ...
+
+    # -- end of projects -------------------------------------------------------------------
 
     def size_on_disk(self) -> int:
         """How many bytes the memory takes on disk (with any journal beside it)."""

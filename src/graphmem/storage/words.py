@@ -28,6 +28,7 @@ __all__ = [
     "MAX_SCORED",
     "MAX_SCORED_LARGE",
     "MIN_MATCHES",
+    "PROJECT_WORDS",
     "NEWEST_PER_WANTED",
     "NEWEST_SCORED",
     "RANKED_AT_MOST",
@@ -52,6 +53,11 @@ __all__ = [
     "tokenize",
     "word_inside",
 ]
+
+PROJECT_WORDS = 1
+"""Words every document holds besides its texts: the one that stands for its project, which
+SQLite's word index keeps in a fifth column weighing nothing (storage/sqlite/scoping.py) and
+counts in a row's length, as the other backends' scores do to give the same numbers."""
 
 COLUMNS = ("name", "aliases", "entity_type", "observations")
 """The columns of an entity's document, in the order of `WordSearch.weights`."""
@@ -373,7 +379,8 @@ class WordDocument:
             tuple(index_words(entity_type)),
             tuple(word for observation in observations for word in index_words(observation)),
         )
-        self.length = sum(len(column) for column in self.columns)
+        # With the one word of the project column (migration 17) that FTS5 counts too.
+        self.length = sum(len(column) for column in self.columns) + PROJECT_WORDS
         # Every word with a space on each side: one substring test rules a document out.
         self._blob = " " + " ".join(word for column in self.columns for word in column) + " "
 

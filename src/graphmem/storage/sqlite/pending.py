@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from graphmem.storage.sqlite.scoping import PROJECT_TOKEN_SQL
 from graphmem.storage.sqlite.text import TRIGRAM_FORM, escaped_json, exact
 
 __all__ = [
@@ -64,9 +65,10 @@ _TEXT_INDEXES = {
 }
 
 # An entity's word-index document: name, aliases (text items of extra's `aliases`, a
-# list or a single string), type, and its observations in order, one per line.
+# list or a single string), type, its observations in order, one per line, and the one
+# word that stands for its project.
 _REBUILD_DOCUMENTS = f"""
-INSERT INTO entity_words (rowid, name, aliases, entity_type, observations)
+INSERT INTO entity_words (rowid, name, aliases, entity_type, observations, project)
 SELECT e.id, e.name,
     CASE WHEN json_valid(e.extra) THEN coalesce(
         (SELECT group_concat({exact("value")}, char(10))
@@ -74,7 +76,8 @@ SELECT e.id, e.name,
     ) ELSE '' END,
     e.entity_type,
     coalesce((SELECT group_concat(content, char(10)) FROM
-        (SELECT content FROM observations AS o WHERE o.entity_id = e.id ORDER BY o.id)), '')
+        (SELECT content FROM observations AS o WHERE o.entity_id = e.id ORDER BY o.id)), ''),
+    {PROJECT_TOKEN_SQL.format(column="e.project")}
 FROM entities AS e WHERE e.id IN (SELECT value FROM json_each(?))
 """
 

@@ -13,21 +13,23 @@ import json
 import sqlite3
 from typing import Any
 
+from graphmem.core.projects import Scope
 from graphmem.storage.entity_query import EntityQuery
+from graphmem.storage.sqlite.scoping import and_visible, visible
 
 __all__ = ["query_rows"]
 
-Row = tuple[int, str, str, str | None]
-"""An entity row: id, name, entity type, extra (JSON text)."""
+Row = tuple[int, str, str, str | None, str]
+"""An entity row: id, name, entity type, extra (JSON text), project."""
 
 # The column an extra key is sorted on (migration 0011).
 _SORT_COLUMNS = {"createdAt": "e.created_utc", "updatedAt": "e.updated_utc", "importance": "e.importance_number"}
 
-_SELECT = "SELECT e.id, e.name, e.entity_type, e.extra FROM entities AS e"
+_SELECT = "SELECT e.id, e.name, e.entity_type, e.extra, e.project FROM entities AS e"
 
 
-def _conditions(query: EntityQuery) -> tuple[list[str], list[Any]]:
-    conditions: list[str] = []
+def _conditions(query: EntityQuery, scope: Scope) -> tuple[list[str], list[Any]]:
+    conditions: list[str] = [] if scope.every else [visible(scope, "e.project")]
     parameters: list[Any] = []
     if query.entity_types:
         conditions.append("e.entity_type IN (SELECT value FROM json_each(?))")
@@ -55,7 +57,8 @@ def _conditions(query: EntityQuery) -> tuple[list[str], list[Any]]:
         # (3.2 s for a look-up at 40,000 entities and 120,000 relations).
         typed = "" if query.relation_type is None else " AND +r.relation_type = ?"
         ends = {"out": ["from_name"], "in": ["to_name"], "any": ["from_name", "to_name"]}[query.direction]
-        exists = [f"EXISTS (SELECT 1 FROM relations AS r WHERE r.{end} = e.name{typed})" for end in ends]
+        seen = and_visible(scope, "r.project")
+        exists = [f"EXISTS (SELECT 1 FROM relations AS r WHERE r.{end} = e.name{typed}{seen})" for end in ends]
         conditions.append("(" + " OR ".join(exists) + ")")
         if query.relation_type is not None:
             parameters.extend([query.relation_type] * len(ends))
@@ -84,15 +87,16 @@ def _count(conn: sqlite3.Connection, conditions: list[str], parameters: list[Any
     return int(total)
 
 
-def query_rows(conn: sqlite3.Connection, query: EntityQuery) -> tuple[list[Row], int]:
-    """The rows of one page of the entities matching `query`, in its order, and how many match."""
-    conditions, parameters = _conditions(query)
+def query_rows(conn: sqlite3.Connection, query: EntityQuery, scope: Scope) -> tuple[list[Row], int]:
+    """The rows of one page of the entities matching `query` among those `scope` sees, in its
+    order, and how many match."""
+    conditions, parameters = _conditions(query, scope)
     limit = -1 if query.limit is None else query.limit
     direction = " DESC" if query.descending else ""
     total = _count(conn, conditions, parameters)
     if query.sort in ("creation", "name"):
-        # Names are unique in SQLite: no tie to break.
-        order = f"e.id{direction}" if query.sort == "creation" else f"e.name{direction}"
+        # A name is unique within a project: only two projects' entities can tie, by creation then.
+        order = f"e.id{direction}" if query.sort == "creation" else f"e.name{direction}, e.id{direction}"
         return _page(conn, conditions, parameters, order, query.offset, limit), total
     column = _SORT_COLUMNS[query.sort]
     # The entities without the key are counted, not those with it: IS NULL is a look-up in

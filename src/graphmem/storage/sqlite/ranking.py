@@ -38,6 +38,7 @@ from graphmem.storage.words import (
     MIN_MATCHES,
     NEWEST_PER_WANTED,
     NEWEST_SCORED,
+    PROJECT_WORDS,
     RANKED_AT_MOST,
     SCORE_MARGIN,
     Term,
@@ -198,7 +199,8 @@ class _Scoring:
                     frequencies[index] += weight * sum(1 for token in stems if token.startswith(word))
                 else:
                     frequencies[index] += weight * stems.count(word)
-        return score(frequencies, self.idfs, length, self.average)
+        # Plus the project column's one word (migration 17), which FTS5 counts in the row's length.
+        return score(frequencies, self.idfs, length + PROJECT_WORDS, self.average)
 
 
 def best_matches(
@@ -211,6 +213,7 @@ def best_matches(
     wanted: int,
     exclude: Collection[int],
     entity_type: str | None,
+    within: str = "",
 ) -> list[tuple[int, float]] | None:
     """The best `wanted` entities matching any term outside `exclude`, with their scores.
 
@@ -222,6 +225,7 @@ def best_matches(
         counts: how many rows each term matches.
         rows, words: the index's number of rows and of words in them.
         weights: each column's weight.
+        within: what each FTS5 query adds to keep to the scope's projects (`scoping.within_words`).
     """
     if not terms or sum(counts) < MIN_MATCHES:
         return None
@@ -247,16 +251,18 @@ def best_matches(
             # are taken among the newest holding them, not ranked over all of them.
             among = [terms[left] for left in unseen]
             skip = set(exclude) | seen
-            scored.update(_score_newest(conn, scoring, among, wanted, skip, entity_type))
+            scored.update(_score_newest(conn, scoring, among, wanted, skip, entity_type, within))
             break
         if len(seen) + counts[index] > max_scored:
             # Too many to score here: FTS5 scores the rest, a few words at a time.
-            found = _best_by_word_sets(conn, terms, bounds, unseen, weights, wanted, exclude, entity_type, scored)
+            found = _best_by_word_sets(
+                conn, terms, bounds, unseen, weights, wanted, exclude, entity_type, scored, within
+            )
             if found is None:
                 return None
             break
         unseen.pop(0)
-        params = {"query": term_query(terms[index]), "limit": max_scored + 1, "type": entity_type}
+        params = {"query": f"{term_query(terms[index])}{within}", "limit": max_scored + 1, "type": entity_type}
         for rowid, name, aliases, entity_type_text, observations in conn.execute(sql, params):
             if rowid in seen:
                 continue
@@ -282,6 +288,7 @@ def newest_matches(
     wanted: int,
     exclude: Collection[int],
     entity_type: str | None,
+    within: str = "",
 ) -> list[tuple[int, float]]:
     """The best `wanted` of the newest entities matching the terms, outside `exclude`, with their scores.
 
@@ -294,7 +301,7 @@ def newest_matches(
     scores in id order.
     """
     scoring = _Scoring.of(terms, counts, rows, words, weights)
-    scored = _score_newest(conn, scoring, terms, wanted, exclude, entity_type)
+    scored = _score_newest(conn, scoring, terms, wanted, exclude, entity_type, within)
     return _best_first(scored, wanted)
 
 
@@ -305,6 +312,7 @@ def _score_newest(
     wanted: int,
     exclude: Collection[int],
     entity_type: str | None,
+    within: str,
 ) -> dict[int, float]:
     """The scores of the newest entities holding every term of `among` (then, when fewer
     than `wanted`, of those holding any), outside `exclude`, scored over all of `scoring`'s
@@ -315,9 +323,9 @@ def _score_newest(
         " WHERE entity_words MATCH ? ORDER BY rowid DESC"
     )
     scored: dict[int, float] = {}
-    queries = [" AND ".join(map(term_query, among))]
+    queries = [f"({' AND '.join(map(term_query, among))}){within}"]
     if len(among) > 1:
-        queries.append(" OR ".join(map(term_query, among)))
+        queries.append(f"({' OR '.join(map(term_query, among))}){within}")
     for query in queries:
         seen = 0
         cursor = conn.execute(sql, (query,))
@@ -351,6 +359,7 @@ def _best_by_word_sets(
     exclude: Collection[int],
     entity_type: str | None,
     scored: dict[int, float],
+    within: str,
 ) -> dict[int, float] | None:
     """Add to `scored` the best entities that match only the `unseen` terms, FTS5 scoring them.
 
@@ -370,7 +379,8 @@ def _best_by_word_sets(
     others = [index for index in range(len(terms)) if index not in unseen]
     sets = [sorted(chosen) for size in range(len(unseen), 0, -1) for chosen in itertools.combinations(unseen, size)]
     sets.sort(key=lambda chosen: -sum(bounds[index] for index in chosen))
-    sql = f"SELECT w.rowid, -bm25(entity_words, {', '.join('?' * len(weights))}) AS score FROM entity_words AS w"
+    # The project column (migration 17) weighs nothing.
+    sql = f"SELECT w.rowid, -bm25(entity_words, {', '.join('?' * len(weights))}, 0) AS score FROM entity_words AS w"
     if entity_type is not None:
         sql += " JOIN entities AS e ON e.id = w.rowid AND e.entity_type = ?"
     sql += (
@@ -389,6 +399,7 @@ def _best_by_word_sets(
         query = " AND ".join(term_query(terms[index]) for index in chosen)
         if lacking:
             query = f"({query}) NOT ({' OR '.join(term_query(terms[index]) for index in lacking)})"
+        query = f"({query}){within}"
         params = [*weights, *([entity_type] if entity_type is not None else []), query, excluded, wanted]
         scored.update(conn.execute(sql, params).fetchall())
     return scored

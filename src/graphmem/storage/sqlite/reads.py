@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from graphmem.core.models import Entity, Relation
+from graphmem.core.projects import Scope
 from graphmem.storage.base import (
     AnalyticsRows,
     EntitySummary,
@@ -20,6 +21,7 @@ from graphmem.storage.base import (
 from graphmem.storage.entity_query import EntityQuery
 from graphmem.storage.sqlite import query as sqlite_query
 from graphmem.storage.sqlite import ranking as sqlite_ranking
+from graphmem.storage.sqlite.scoping import and_visible, visible
 from graphmem.storage.sqlite.text import (
     key_item,
     keys_json,
@@ -32,20 +34,21 @@ def _extra(value: str | None) -> dict[str, Any] | None:
     return json.loads(value) if value else None
 
 
-# The official read_graph answer, entities and relations in creation order.
+# The official read_graph answer, entities and relations in creation order (of the projects
+# `{visible}` says the scope sees).
 _OFFICIAL_ENTITIES = """
 SELECT json_group_array(json_object('name', e.name, 'entityType', e.entity_type, 'observations', (
     SELECT json_group_array(o.content) FROM (
         SELECT content FROM observations WHERE entity_id = e.id ORDER BY id
     ) AS o
 )))
-FROM (SELECT id, name, entity_type FROM entities ORDER BY id) AS e
+FROM (SELECT id, name, entity_type FROM entities WHERE {visible} ORDER BY id) AS e
 """
 
 
 _OFFICIAL_RELATIONS = """
 SELECT json_group_array(json_object('from', from_name, 'to', to_name, 'relationType', relation_type))
-FROM (SELECT from_name, to_name, relation_type FROM relations ORDER BY id)
+FROM (SELECT from_name, to_name, relation_type FROM relations WHERE {visible} ORDER BY id)
 """
 
 
@@ -63,6 +66,15 @@ _SUMMARY = (
 _FEW_OF_A_TYPE = 2000
 """Up to this many entities of a type are sorted by degree outright (about 20 ms at most);
 a commoner type is found by walking the degree index, where it turns up soon."""
+
+
+def _sql_order(value: object) -> tuple[int, Any]:
+    """A key that sorts values as SQLite orders them: NULL, then numbers, then text."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, int | float):
+        return (1, value)
+    return (2, str(value))
 
 
 def _summary(row: tuple[Any, ...]) -> EntitySummary:
@@ -103,11 +115,15 @@ class _Reads:
     _writes: int
     _bulk: bool
     _depth: int
+    _scope: Scope
     location: str
 
     def existing_names(self, names: Sequence[str]) -> set[str]:
         names_json = texts_json(names)
-        rows = self._conn.execute(f"SELECT name FROM entities WHERE name IN ({texts_in(names_json)})", (names_json,))
+        rows = self._conn.execute(
+            f"SELECT name FROM entities WHERE name IN ({texts_in(names_json)}){and_visible(self._scope, 'project')}",
+            (names_json,),
+        )
         return {name for (name,) in rows}
 
     def resolve_names(self, names: Sequence[str]) -> dict[str, str]:
@@ -117,7 +133,8 @@ class _Reads:
             others_json = texts_json(others)
             rows = self._conn.execute(
                 "SELECT a.alias, e.name FROM entity_aliases AS a JOIN entities AS e ON e.id = a.entity_id"
-                f" WHERE a.alias IN ({texts_in(others_json)}) ORDER BY a.entity_id DESC",
+                f" WHERE a.alias IN ({texts_in(others_json)}){and_visible(self._scope, 'e.project')}"
+                " ORDER BY a.entity_id DESC",
                 (others_json,),
             )
             # Oldest entity last, so it wins.
@@ -127,16 +144,21 @@ class _Reads:
     def get_entities(self, names: Sequence[str]) -> list[Entity]:
         names_json = texts_json(names)
         rows = self._conn.execute(
-            f"SELECT id, name, entity_type, extra FROM entities WHERE name IN ({texts_in(names_json)}) ORDER BY id",
+            f"SELECT id, name, entity_type, extra, project FROM entities WHERE name IN ({texts_in(names_json)})"
+            f"{and_visible(self._scope, 'project')} ORDER BY id",
             (names_json,),
         ).fetchall()
         return self._entities_of(rows)
 
     def iter_entities(self) -> Iterator[Entity]:
-        observations = self._conn.execute("SELECT entity_id, content FROM observations ORDER BY entity_id, id")
+        seen = visible(self._scope, "project")
+        of_seen = "" if self._scope.every else f" WHERE entity_id IN (SELECT id FROM entities WHERE {seen})"
+        observations = self._conn.execute(
+            f"SELECT entity_id, content FROM observations{of_seen} ORDER BY entity_id, id"
+        )
         pending = next(observations, None)
-        for entity_id, name, entity_type, extra in self._conn.execute(
-            "SELECT id, name, entity_type, extra FROM entities ORDER BY id"
+        for entity_id, name, entity_type, extra, project in self._conn.execute(
+            f"SELECT id, name, entity_type, extra, project FROM entities WHERE {seen} ORDER BY id"
         ):
             contents = []
             # Both cursors walk in entity-id order, so this is a merge join in one pass.
@@ -144,15 +166,18 @@ class _Reads:
                 if pending[0] == entity_id:
                     contents.append(pending[1])
                 pending = next(observations, None)
-            yield Entity(name, entity_type, tuple(contents), _extra(extra))
+            yield Entity(name, entity_type, tuple(contents), _extra(extra), project)
 
     def iter_relations(self) -> Iterator[Relation]:
-        for from_, to, relation_type, extra in self._conn.execute(
-            "SELECT from_name, to_name, relation_type, extra FROM relations ORDER BY id"
+        for from_, to, relation_type, extra, project in self._conn.execute(
+            "SELECT from_name, to_name, relation_type, extra, project FROM relations"
+            f" WHERE {visible(self._scope, 'project')} ORDER BY id"
         ):
-            yield Relation(from_, to, relation_type, _extra(extra))
+            yield Relation(from_, to, relation_type, _extra(extra), project)
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
+        if not self._scope.every:
+            return self._official_graph_of_projects(at_most)
         # An unchanged memory gives the same answer.
         state = self._state()
         answer = self._official
@@ -160,14 +185,14 @@ class _Reads:
             if self._entity_count(None) > at_most:
                 return None
             # SQLite writes the JSON in C; orjson reads it back faster than Python could build it.
-            (entities_json,) = self._conn.execute(_OFFICIAL_ENTITIES).fetchone()
+            (entities_json,) = self._conn.execute(_OFFICIAL_ENTITIES.format(visible="1")).fetchone()
             (relation_writes,) = self._conn.execute(
                 "SELECT count FROM write_counts WHERE name = 'relations'"
             ).fetchone()
             if answer is not None and answer.relation_writes == relation_writes:
                 relations = answer.relations  # a write to entities only: the relations are those kept
             else:
-                (relations_json,) = self._conn.execute(_OFFICIAL_RELATIONS).fetchone()
+                (relations_json,) = self._conn.execute(_OFFICIAL_RELATIONS.format(visible="1")).fetchone()
                 relations = orjson.loads(relations_json)
             answer = _OfficialGraph(state, relation_writes, orjson.loads(entities_json), relations)
             # Inside a write the memory may still roll back: nothing read then is kept.
@@ -177,25 +202,34 @@ class _Reads:
         # New lists for the caller; the items are never changed by anyone.
         return {"entities": list(answer.entities), "relations": list(answer.relations)}
 
+    def _official_graph_of_projects(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
+        """official_graph in a scope that sees some projects: read each time (not kept)."""
+        if self._entity_count(None) > at_most:
+            return None
+        seen = visible(self._scope, "project")
+        (entities_json,) = self._conn.execute(_OFFICIAL_ENTITIES.format(visible=seen)).fetchone()
+        (relations_json,) = self._conn.execute(_OFFICIAL_RELATIONS.format(visible=seen)).fetchone()
+        return {"entities": orjson.loads(entities_json), "relations": orjson.loads(relations_json)}
+
     def page_entities(self, entity_type: str | None, offset: int, limit: int | None) -> tuple[list[Entity], int]:
-        where = "" if entity_type is None else " WHERE entity_type = ?1"
+        where = f" WHERE {visible(self._scope, 'project')}" + ("" if entity_type is None else " AND entity_type = ?1")
         parameters: tuple[object, ...] = () if entity_type is None else (entity_type,)
         total = self._entity_count(entity_type)
-        start = self._dense_id(offset, total) if entity_type is None and offset else None
+        start = self._dense_id(offset, total) if entity_type is None and offset and self._scope.every else None
         if start is not None:
             where, parameters, offset = " WHERE id >= ?1", (start,), 0
         rows = self._conn.execute(
-            f"SELECT id, name, entity_type, extra FROM entities{where} ORDER BY id LIMIT ? OFFSET ?",
+            f"SELECT id, name, entity_type, extra, project FROM entities{where} ORDER BY id LIMIT ? OFFSET ?",
             (*parameters, -1 if limit is None else limit, offset),
         ).fetchall()
         return self._entities_of(rows), total
 
     def query_entities(self, query: EntityQuery) -> tuple[list[Entity], int]:
-        rows, total = sqlite_query.query_rows(self._conn, query)
+        rows, total = sqlite_query.query_rows(self._conn, query, self._scope)
         return self._entities_of(rows), total
 
-    def _entities_of(self, rows: Sequence[tuple[int, str, str, str | None]]) -> list[Entity]:
-        """The entities of rows (id, name, type, extra), in the rows' order, with their observations."""
+    def _entities_of(self, rows: Sequence[tuple[int, str, str, str | None, str]]) -> list[Entity]:
+        """The entities of rows (id, name, type, extra, project), in the rows' order, with their observations."""
         observations: dict[int, list[str]] = {row[0]: [] for row in rows}
         if rows:
             for entity_id, content in self._conn.execute(
@@ -205,8 +239,8 @@ class _Reads:
             ):
                 observations[entity_id].append(content)
         return [
-            Entity(name, entity_type, tuple(observations[entity_id]), _extra(extra))
-            for entity_id, name, entity_type, extra in rows
+            Entity(name, entity_type, tuple(observations[entity_id]), _extra(extra), project)
+            for entity_id, name, entity_type, extra, project in rows
         ]
 
     def _dense_id(self, offset: int, total: int) -> int | None:
@@ -228,23 +262,23 @@ class _Reads:
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:
         names_json = texts_json(names)
         rows = self._conn.execute(
-            "SELECT from_name, to_name, relation_type, extra FROM relations WHERE id IN ("
+            "SELECT from_name, to_name, relation_type, extra, project FROM relations WHERE id IN ("
             f" SELECT id FROM relations WHERE from_name IN ({texts_in(names_json, '?1')})"
             f" UNION SELECT id FROM relations WHERE to_name IN ({texts_in(names_json, '?1')})"
-            ") ORDER BY id",
+            f"){and_visible(self._scope, 'project')} ORDER BY id",
             (names_json,),
         )
-        return [Relation(from_, to, relation_type, _extra(extra)) for from_, to, relation_type, extra in rows]
+        return [Relation(f, t, r, _extra(extra), project) for f, t, r, extra, project in rows]
 
     def relations_among(self, names: Sequence[str], limit: int) -> list[Relation]:
         names_json = texts_json(names)
         rows = self._conn.execute(
-            "SELECT from_name, to_name, relation_type, extra FROM relations"
+            "SELECT from_name, to_name, relation_type, extra, project FROM relations"
             f" WHERE from_name IN ({texts_in(names_json, '?1')}) AND to_name IN ({texts_in(names_json, '?1')})"
-            " ORDER BY id LIMIT ?2",
+            f"{and_visible(self._scope, 'project')} ORDER BY id LIMIT ?2",
             (names_json, limit),
         )
-        return [Relation(from_, to, relation_type, _extra(extra)) for from_, to, relation_type, extra in rows]
+        return [Relation(f, t, r, _extra(extra), project) for f, t, r, extra, project in rows]
 
     def relation_keys_touching(self, names: Sequence[str]) -> list[tuple[str, str, str]]:
         names_json = texts_json(names)
@@ -252,7 +286,7 @@ class _Reads:
             "SELECT from_name, to_name, relation_type FROM relations WHERE id IN ("
             f" SELECT id FROM relations WHERE from_name IN ({texts_in(names_json, '?1')})"
             f" UNION SELECT id FROM relations WHERE to_name IN ({texts_in(names_json, '?1')})"
-            ") ORDER BY id",
+            f"){and_visible(self._scope, 'project')} ORDER BY id",
             (names_json,),
         ).fetchall()
 
@@ -261,24 +295,40 @@ class _Reads:
         rows = self._conn.execute(
             "SELECT r.from_name, r.to_name, r.relation_type FROM json_each(?) AS k JOIN relations AS r"
             f" ON r.from_name = {key_item(found_keys, 0)} AND r.to_name = {key_item(found_keys, 1)}"
-            f" AND r.relation_type = {key_item(found_keys, 2)}",
+            f" AND r.relation_type = {key_item(found_keys, 2)}{and_visible(self._scope, 'r.project')}",
             (found_keys,),
         )
         return {(from_, to, relation_type) for from_, to, relation_type in rows}
 
     def observations_of(self, name: str) -> list[str] | None:
-        row = self._conn.execute("SELECT id FROM entities WHERE name = ?", (name,)).fetchone()
+        row = self._conn.execute(
+            f"SELECT id FROM entities WHERE name = ?{and_visible(self._scope, 'project')} ORDER BY id", (name,)
+        ).fetchone()
         if row is None:
             return None
         rows = self._conn.execute("SELECT content FROM observations WHERE entity_id = ? ORDER BY id", row)
         return [content for (content,) in rows]
 
     def counts(self) -> StoreCounts:
+        if not self._scope.every:
+            seen = visible(self._scope, "project")
+            entities, relations, observations = self._conn.execute(
+                f"SELECT (SELECT count(*) FROM entities WHERE {seen}), (SELECT count(*) FROM relations WHERE {seen}),"
+                f" (SELECT count(*) FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE {seen}))"
+            ).fetchone()
+            return StoreCounts(entities, relations, observations)
         counts = dict(self._conn.execute("SELECT name, count FROM row_counts").fetchall())
         return StoreCounts(counts["entities"], counts["relations"], counts["observations"])
 
     def _entity_count(self, entity_type: str | None) -> int:
         """How many entities there are (of one type), from the counts the triggers keep."""
+        if not self._scope.every:
+            of_type = "" if entity_type is None else " AND entity_type = ?"
+            (count,) = self._conn.execute(
+                f"SELECT count(*) FROM entities WHERE {visible(self._scope, 'project')}{of_type}",
+                () if entity_type is None else (entity_type,),
+            ).fetchone()
+            return int(count)
         if entity_type is None:
             row = self._conn.execute("SELECT count FROM row_counts WHERE name = 'entities'").fetchone()
         else:
@@ -288,13 +338,23 @@ class _Reads:
         return 0 if row is None else int(row[0])
 
     def entity_type_counts(self) -> list[tuple[str, int]]:
-        rows = self._conn.execute("SELECT entity_type, count FROM entity_type_counts ORDER BY count DESC, entity_type")
+        counted = (
+            "entity_type_counts"
+            if self._scope.every
+            else "(SELECT entity_type, count(*) AS count FROM entities"
+            f" WHERE {visible(self._scope, 'project')} GROUP BY entity_type)"
+        )
+        rows = self._conn.execute(f"SELECT entity_type, count FROM {counted} ORDER BY count DESC, entity_type")
         return [(entity_type, count) for entity_type, count in rows]
 
     def relation_type_counts(self) -> list[tuple[str, int]]:
-        rows = self._conn.execute(
-            "SELECT relation_type, count FROM relation_type_counts ORDER BY count DESC, relation_type"
+        counted = (
+            "relation_type_counts"
+            if self._scope.every
+            else "(SELECT relation_type, count(*) AS count FROM relations"
+            f" WHERE {visible(self._scope, 'project')} GROUP BY relation_type)"
         )
+        rows = self._conn.execute(f"SELECT relation_type, count FROM {counted} ORDER BY count DESC, relation_type")
         return [(relation_type, count) for relation_type, count in rows]
 
     def find_relations(
@@ -306,17 +366,26 @@ class _Reads:
             if value is not None:
                 conditions.append(f"{column} = ?")
                 parameters.append(value)
+        if not self._scope.every:
+            conditions.append(visible(self._scope, "project"))
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
         (total,) = self._conn.execute(f"SELECT count(*) FROM relations{where}", parameters).fetchone()
         rows = self._conn.execute(
-            f"SELECT from_name, to_name, relation_type, extra FROM relations{where} ORDER BY id LIMIT ? OFFSET ?",
+            "SELECT from_name, to_name, relation_type, extra, project FROM relations"
+            f"{where} ORDER BY id LIMIT ? OFFSET ?",
             (*parameters, -1 if limit is None else limit, offset),
         )
-        return [Relation(f, t, r, _extra(extra)) for f, t, r, extra in rows], total
+        return [Relation(f, t, r, _extra(extra), project) for f, t, r, extra, project in rows], total
 
     def most_connected(self, entity_type: str | None, offset: int, limit: int) -> list[EntitySummary]:
         of_type = "" if entity_type is None else " AND e.entity_type = :type"
         params = {"type": entity_type, "offset": offset, "limit": limit}
+        if not self._scope.every:
+            rows = self._conn.execute(
+                f"{self._scoped_summary()} AND 1{of_type} ORDER BY 8 DESC, e.name DESC LIMIT :limit OFFSET :offset",
+                params,
+            )
+            return [_summary(row) for row in rows]
         if entity_type is not None and self._type_count(entity_type) <= _FEW_OF_A_TYPE:
             # Few entities have the type: sorting them all is cheaper than walking the degrees.
             rows = self._conn.execute(
@@ -359,7 +428,55 @@ class _Reads:
         ).fetchone()
         return int(row[0]) if row else 0
 
+    def _scoped_summary(self) -> str:
+        """`_SUMMARY` over the entities the scope sees, each with its degree among the relations
+        the scope sees (the `degrees` table counts every project's), ready for more ` AND ...`."""
+        seen = visible(self._scope, "r.project")
+        degree = (
+            f"(SELECT count(*) FROM relations AS r WHERE r.from_name = e.name AND {seen})"
+            f" + (SELECT count(*) FROM relations AS r WHERE r.to_name = e.name AND {seen})"
+        )
+        summary = _SUMMARY.replace("coalesce((SELECT d.degree FROM degrees AS d WHERE d.name = e.name), 0)", degree)
+        return f"{summary} WHERE {visible(self._scope, 'e.project')}"
+
+    def _analytics_in_projects(self, thread_id: str | None, limit: int) -> AnalyticsRows:
+        """analytics in a scope that sees some projects: every entity it sees read once and
+        ordered here, in SQLite's order (NULL, then numbers, then text; ties newest first)."""
+        of_thread = "" if thread_id is None else " AND e.thread_id = :thread"
+        rows = self._conn.execute(
+            self._scoped_summary().replace("SELECT e.name", "SELECT e.id, e.name", 1) + of_thread,
+            {"thread": thread_id},
+        ).fetchall()
+
+        def ordered(column: int) -> list[EntitySummary]:
+            ranked = sorted(rows, key=lambda row: (_sql_order(row[column]), row[0]), reverse=True)
+            return [_summary(row[1:]) for row in ranked[:limit]]
+
+        connected = sorted((row for row in rows if row[8] > 0), key=lambda row: (row[8], row[1]), reverse=True)
+        lonely = [row for row in rows if row[8] == 0]
+        seen = visible(self._scope, "project")
+        names = f"SELECT from_name AS name FROM relations WHERE {seen} UNION SELECT to_name FROM relations WHERE {seen}"
+        dangling = [
+            name
+            for (name,) in self._conn.execute(
+                f"SELECT name FROM ({names}) AS d WHERE NOT EXISTS"
+                f" (SELECT 1 FROM entities AS e WHERE e.name = d.name AND {visible(self._scope, 'e.project')})"
+                " ORDER BY name"
+            )
+        ]
+        return AnalyticsRows(
+            ordered(4),
+            ordered(6),
+            [_summary(row[1:]) for row in connected[:limit]],
+            [_summary(row[1:]) for row in lonely[:limit]],
+            len(lonely),
+            dangling[:limit],
+            len(dangling),
+        )
+
     def analytics(self, thread_id: str | None, limit: int) -> AnalyticsRows:
+        if not self._scope.every:
+            return self._analytics_in_projects(thread_id, limit)
         of_thread = "" if thread_id is None else " AND e.thread_id = :thread"
         params = {"thread": thread_id, "limit": limit}
 

@@ -17,6 +17,7 @@ from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.sqlite.pending import has_pending_text, has_stale_words, refresh_words
 from graphmem.storage.sqlite.ranking import term_query
 from graphmem.storage.sqlite.reads import _Reads
+from graphmem.storage.sqlite.scoping import and_visible, within_words
 from graphmem.storage.sqlite.trigrams import TrigramSamples, narrow_query
 from graphmem.storage.words import (
     RANKED_AT_MOST,
@@ -66,16 +67,17 @@ class _OfficialQuery:
 
 
 def _official_queries(
-    search: WordSearch, selective: Callable[[Term], bool], narrow: Callable[[str, str], str]
+    search: WordSearch, selective: Callable[[Term], bool], narrow: Callable[[str, str], str], in_scope: str = ""
 ) -> list[_OfficialQuery]:
     """Queries for the ids of the entities containing a needle (the official match).
 
     `selective(word)` says whether the word index's entities for a word are few enough to
     check each one; `narrow(table, needle)` is the trigram index query for the rows of
-    `table` that may contain the needle. The observation queries give an entity once per
-    matching row (see `SQLiteStore._walk_official`).
+    `table` that may contain the needle; `in_scope`, a condition on the entity `e` that keeps
+    to the transaction's projects (`scoping.and_visible`). The observation queries give an
+    entity once per matching row (see `SQLiteStore._walk_official`).
     """
-    of_type = " AND e.entity_type = :type" if search.entity_type is not None else ""
+    of_type = (" AND e.entity_type = :type" if search.entity_type is not None else "") + in_scope
     join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
     queries: list[_OfficialQuery] = []
     for needle in dict.fromkeys(search.needles):
@@ -177,14 +179,15 @@ class _Search(_Reads):
             entity_rows = self._conn.execute(
                 "SELECT e.name, instr(e.name_lc, ?1) > 0, instr(e.type_lc, ?1) > 0, e.id"
                 " FROM entity_text JOIN entities AS e ON e.id = entity_text.rowid"
-                " WHERE entity_text MATCH ?2",
+                f" WHERE entity_text MATCH ?2{and_visible(self._scope, 'e.project')}",
                 (needle, narrow_query(self._conn, self._trigram_samples, "entity_text", needle)),
             ).fetchall()
             observation_rows = self._conn.execute(
                 "SELECT e.name, count(*), e.id FROM observation_text"
                 " JOIN observations AS o ON o.id = observation_text.rowid"
                 " JOIN entities AS e ON e.id = o.entity_id"
-                " WHERE observation_text MATCH ?2 AND instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
+                " WHERE observation_text MATCH ?2 AND instr(o.content_lc, ?1) > 0"
+                f"{and_visible(self._scope, 'e.project')} GROUP BY o.entity_id",
                 (needle, narrow_query(self._conn, self._trigram_samples, "observation_text", needle)),
             ).fetchall()
             entity_rows += self._pending_entity_rows(needle)
@@ -192,12 +195,12 @@ class _Search(_Reads):
         else:
             entity_rows = self._conn.execute(
                 "SELECT name, instr(name_lc, ?1) > 0, instr(type_lc, ?1) > 0, id FROM entities"
-                " WHERE instr(name_lc, ?1) > 0 OR instr(type_lc, ?1) > 0",
+                f" WHERE (instr(name_lc, ?1) > 0 OR instr(type_lc, ?1) > 0){and_visible(self._scope, 'project')}",
                 (needle,),
             ).fetchall()
             observation_rows = self._conn.execute(
                 "SELECT e.name, count(*), e.id FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
-                " WHERE instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
+                f" WHERE instr(o.content_lc, ?1) > 0{and_visible(self._scope, 'e.project')} GROUP BY o.entity_id",
                 (needle,),
             ).fetchall()
         hits: dict[str, FieldHits] = {}
@@ -219,7 +222,7 @@ class _Search(_Reads):
         return self._conn.execute(
             "SELECT e.name, instr(e.name_lc, ?1) > 0, instr(e.type_lc, ?1) > 0, e.id"
             " FROM entity_text_pending AS p CROSS JOIN entities AS e ON e.id = p.id"
-            " WHERE instr(e.name_lc, ?1) > 0 OR instr(e.type_lc, ?1) > 0",
+            f" WHERE (instr(e.name_lc, ?1) > 0 OR instr(e.type_lc, ?1) > 0){and_visible(self._scope, 'e.project')}",
             (needle,),
         ).fetchall()
 
@@ -232,7 +235,7 @@ class _Search(_Reads):
         for name, count, entity_id in self._conn.execute(
             "SELECT e.name, count(*), e.id FROM observation_text_pending AS p"
             " CROSS JOIN observations AS o ON o.id = p.id JOIN entities AS e ON e.id = o.entity_id"
-            " WHERE instr(o.content_lc, ?1) > 0 GROUP BY o.entity_id",
+            f" WHERE instr(o.content_lc, ?1) > 0{and_visible(self._scope, 'e.project')} GROUP BY o.entity_id",
             (needle,),
         ):
             counts[entity_id] = (name, counts.get(entity_id, (name, 0))[1] + count)
@@ -282,7 +285,16 @@ class _Search(_Reads):
                     else sqlite_ranking.best_matches
                 )
                 pruned = choose(
-                    self._conn, terms, counts, rows, words, search.weights, wanted, official, search.entity_type
+                    self._conn,
+                    terms,
+                    counts,
+                    rows,
+                    words,
+                    search.weights,
+                    wanted,
+                    official,
+                    search.entity_type,
+                    within_words(self._scope),
                 )
             best = pruned if pruned is not None else self._best_words(search, query, official, wanted)
         length = len(official) + len(best)
@@ -338,7 +350,7 @@ class _Search(_Reads):
         """
         if upto is not None and upto < len(official) and query:
             top = self._conn.execute(
-                "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?) AS score FROM entity_words"
+                "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?, 0) AS score FROM entity_words"
                 " WHERE entity_words MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
                 " ORDER BY score DESC, rowid LIMIT ?",
                 (*search.weights, query, json.dumps(sorted(official)), upto),
@@ -398,7 +410,10 @@ class _Search(_Reads):
         """
         found = dict.fromkeys(start)
         queries = _official_queries(
-            search, self._selective_word, partial(narrow_query, self._conn, self._trigram_samples)
+            search,
+            self._selective_word,
+            partial(narrow_query, self._conn, self._trigram_samples),
+            and_visible(self._scope, "e.project"),
         )
         for official in _newest_first(queries):
             if reach is not None and len(found) >= reach:
@@ -429,14 +444,14 @@ class _Search(_Reads):
         # "+rowid" keeps SQLite from running the FTS query once per id: one pass over
         # the query's matches, and bm25() only for the rows asked about.
         rows = self._conn.execute(
-            "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?) FROM entity_words"
+            "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?, 0) FROM entity_words"
             " WHERE entity_words MATCH ? AND +rowid IN (SELECT value FROM json_each(?))",
             (*search.weights, query, json.dumps(sorted(ids))),
         )
         return dict(rows.fetchall())
 
     def _word_matches_sql(self, search: WordSearch) -> tuple[str, list[Any]]:
-        sql = "SELECT entity_words.rowid, -bm25(entity_words, ?, ?, ?, ?) AS score FROM entity_words"
+        sql = "SELECT entity_words.rowid, -bm25(entity_words, ?, ?, ?, ?, 0) AS score FROM entity_words"
         params: list[Any] = [*search.weights]
         if search.entity_type is not None:
             sql += " JOIN entities AS e ON e.id = entity_words.rowid AND e.entity_type = ?"
@@ -450,7 +465,8 @@ class _Search(_Reads):
             " AND entity_words.rowid NOT IN (SELECT value FROM json_each(?))"
             " ORDER BY score DESC, entity_words.rowid LIMIT ?"
         )
-        return self._conn.execute(sql, (*params, query, json.dumps(sorted(exclude)), limit)).fetchall()
+        scoped = f"({query}){within_words(self._scope)}"
+        return self._conn.execute(sql, (*params, scoped, json.dumps(sorted(exclude)), limit)).fetchall()
 
     def _refresh_word_index(self) -> None:
         """Rebuild the word-index documents of the entities the triggers marked as changed."""

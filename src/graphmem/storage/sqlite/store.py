@@ -21,11 +21,13 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 
 from graphmem.core.errors import SchemaVersionError
+from graphmem.core.projects import EVERY, Scope
 from graphmem.storage.base import (
     describes_damage,
     map_backend_errors,
     map_driver_errors,
 )
+from graphmem.storage.sqlite import projects_schema
 from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer, merge_step
 from graphmem.storage.sqlite.damage import check_for_damage as check_for_damage_in
@@ -223,6 +225,8 @@ class SQLiteStore(_Writes, _Search, _Vectors):
         self._official = None
         """The last official_graph answer of a small memory, and the state it was read in."""
         self._depth = 0
+        self._scope = EVERY
+        """The scope of the transaction in progress (graphmem.core.projects); EVERY between them."""
         self._read_only = read_only
         self._writing = False
         self._bulk = False
@@ -261,32 +265,46 @@ class SQLiteStore(_Writes, _Search, _Vectors):
         pending = [(number, sql) for number, sql in _migrations() if number > current]
         if not pending:
             return
+        # Off while the schema changes (SQLite's recipe for remaking a table): dropping the old
+        # `entities` would otherwise delete every observation by its ON DELETE CASCADE. It can
+        # only be switched outside a transaction; foreign_key_check proves nothing was broken.
+        self._conn.execute("PRAGMA foreign_keys=OFF")
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             # Re-read under the write lock: another process may have migrated meanwhile.
             current = self._conn.execute("PRAGMA user_version").fetchone()[0]
             for number, sql in pending:
                 if number > current:
+                    if number == projects_schema.MIGRATION:
+                        projects_schema.give_tables_projects(self._conn)
                     for statement in _split_sql(sql):
                         self._conn.execute(statement)
                     self._conn.execute(f"PRAGMA user_version = {number}")
+            broken = self._conn.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise SchemaVersionError(f"{self.location}: migrating left {len(broken)} rows without their entity")
             self._refresh_word_index()
             self._conn.execute("COMMIT")
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
+        finally:
+            self._conn.execute("PRAGMA foreign_keys=ON")
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[None]:
+    def _transaction(self, begin: str, scope: Scope) -> Iterator[None]:
         with self._lock:
             if self._depth:
-                # Already inside a transaction on this connection: join it.
+                # Already inside a transaction on this connection: join it, in its scope.
+                if scope != self._scope and scope != EVERY:
+                    raise ValueError(f"a transaction in {self._scope} cannot join one in {scope}")
                 self._depth += 1
                 try:
                     yield
                 finally:
                     self._depth -= 1
                 return
+            self._scope = scope
             with map_backend_errors():
                 if begin != _BEGIN_WRITE and not self._read_only:
                     self._catch_up_words()
@@ -302,10 +320,10 @@ class SQLiteStore(_Writes, _Search, _Vectors):
                         # A flood of writes the background thread found no pause in.
                         self._index_every_pending_text()
             except BaseException:
-                self._depth, self._writing = 0, False
+                self._depth, self._writing, self._scope = 0, False, EVERY
                 self._roll_back()
                 raise
-            wrote, self._depth, self._writing = self._writing, 0, False
+            wrote, self._depth, self._writing, self._scope = self._writing, 0, False, EVERY
             if wrote:
                 # The word index may have changed: the terms' counts are recounted.
                 self._term_counts.forget()
@@ -367,11 +385,11 @@ class SQLiteStore(_Writes, _Search, _Vectors):
             with map_backend_errors():
                 self._conn.execute("ROLLBACK")
 
-    def write(self) -> AbstractContextManager[None]:
-        return self._transaction(_BEGIN_WRITE)
+    def write(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
+        return self._transaction(_BEGIN_WRITE, scope)
 
-    def read(self) -> AbstractContextManager[None]:
-        return self._transaction("BEGIN")
+    def read(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
+        return self._transaction("BEGIN", scope)
 
     @contextmanager
     def bulk_insert(self) -> Iterator[None]:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from graphmem.storage.sqlite.reads import _Reads
+from graphmem.storage.sqlite.scoping import and_visible, visible
 from graphmem.storage.sqlite.vector_index import VectorIndex, build_index
 from graphmem.storage.vectors import (
     ENTITY_TEXT,
@@ -42,6 +43,13 @@ _CANDIDATES_OF_A_TYPE = 4000
 
 # SQLite 3.40 takes 32,766 parameters in a statement; chunks of this many stay well below.
 _CHUNK = 900
+
+_SCOPED_EXACT = 100_000
+"""Up to this many texts in the projects a search sees, every one of them is scored (about
+40 MB of int8 vectors read, tens of milliseconds); past it the first pass proposes candidates."""
+
+_Row = tuple[int, int, bytes]
+"""A stored vector: its id, its entity's id, the vector (int8 with its scale)."""
 
 
 def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
@@ -148,11 +156,17 @@ class _Vectors(_Reads):
                     changed.append(item.pending)
             if unchanged:
                 codes, blobs = quantize(np.stack([item.vector for item in unchanged]).astype(np.float32))
-                entity_ids = self._entity_ids([item.pending.entity_name for item in unchanged])
+                owners = self._owners([item.pending for item in unchanged])
                 self._conn.executemany(
                     "INSERT OR REPLACE INTO vectors (kind, row_id, entity_id, code, vector) VALUES (?, ?, ?, ?, ?)",
                     [
-                        (item.pending.kind, item.pending.row_id, entity_ids[item.pending.entity_name], code, blob)
+                        (
+                            item.pending.kind,
+                            item.pending.row_id,
+                            owners[item.pending.kind, item.pending.row_id],
+                            code,
+                            blob,
+                        )
                         for item, code, blob in zip(unchanged, codes, blobs, strict=True)
                     ],
                 )
@@ -163,16 +177,18 @@ class _Vectors(_Reads):
             self._release(changed)
         return len(unchanged)
 
-    def _entity_ids(self, names: Sequence[str]) -> dict[str, int]:
-        ids: dict[str, int] = {}
-        unique = list(dict.fromkeys(names))
-        for chunk in _chunks(unique):
-            ids.update(
-                self._conn.execute(
-                    f"SELECT name, id FROM entities WHERE name IN ({', '.join('?' * len(chunk))})", tuple(chunk)
-                ).fetchall()
+    def _owners(self, texts: Sequence[PendingText]) -> dict[tuple[int, int], int]:
+        """The entity id of each text, by (kind, row): by row, not by name, which two projects may share."""
+        owners = {(ENTITY_TEXT, text.row_id): text.row_id for text in texts if text.kind == ENTITY_TEXT}
+        observation_ids = [text.row_id for text in texts if text.kind == OBSERVATION_TEXT]
+        for chunk in _chunks(observation_ids):
+            owners.update(
+                ((OBSERVATION_TEXT, row_id), entity_id)
+                for row_id, entity_id in self._conn.execute(
+                    f"SELECT id, entity_id FROM observations WHERE id IN ({', '.join('?' * len(chunk))})", tuple(chunk)
+                )
             )
-        return ids
+        return owners
 
     def seconds_until_a_claim_lapses(self) -> float | None:
         with self.read():  # type: ignore[attr-defined]
@@ -210,7 +226,7 @@ class _Vectors(_Reads):
             for chunk in _chunks(list(dict.fromkeys(names))):
                 rows = self._conn.execute(
                     "SELECT e.name FROM entities AS e"
-                    f" WHERE e.name IN ({', '.join('?' * len(chunk))}) AND ("
+                    f" WHERE e.name IN ({', '.join('?' * len(chunk))}){and_visible(self._scope, 'e.project')} AND ("
                     f"  EXISTS (SELECT 1 FROM vectors_stale AS s WHERE s.kind = {ENTITY_TEXT} AND s.row_id = e.id)"
                     "  OR EXISTS (SELECT 1 FROM observations AS o JOIN vectors_stale AS s"
                     f"   ON s.kind = {OBSERVATION_TEXT} AND s.row_id = o.id WHERE o.entity_id = e.id))",
@@ -250,26 +266,9 @@ class _Vectors(_Reads):
         with self.read():  # type: ignore[attr-defined]
             if self._conn.execute("SELECT fingerprint FROM vector_model").fetchone() != (model,):
                 return []
-            index = self._caught_up_index()
-            wanted = _CANDIDATES_OF_A_TYPE if entity_type is not None else _CANDIDATES_PER_RESULT * limit
-            approximate, exact = index.candidates(query, max(wanted, _FEWEST_CANDIDATES))
-            candidates = list(dict.fromkeys(approximate + exact))
-            rows: list[tuple[int, int, bytes]] = []
-            for chunk in _chunks(candidates):
-                rows.extend(
-                    self._conn.execute(
-                        f"SELECT id, entity_id, vector FROM vectors WHERE id IN ({', '.join('?' * len(chunk))})",
-                        tuple(chunk),
-                    )
-                )
-            # Vectors deleted since they were indexed (their texts were deleted or changed)
-            # are not found: counted, so that the index is rebuilt when they grow many.
-            found = {row[0] for row in rows}
-            index.note_missing(
-                len(approximate),
-                sum(1 for item in approximate if item not in found),
-                sum(1 for item in exact if item not in found),
-            )
+            rows = self._scoped_rows() if not self._scope.every else None
+            if rows is None:
+                rows = self._candidate_rows(query, limit, entity_type)
             if not rows:
                 return []
             scores = dequantize([row[2] for row in rows], len(query)) @ query.astype(np.float32)
@@ -279,6 +278,53 @@ class _Vectors(_Reads):
                     best[entity_id] = score
             ranked = sorted(best.items(), key=lambda item: -item[1])
             return self._named(ranked, limit, entity_type)
+
+    def _candidate_rows(self, query: npt.NDArray[np.float32], limit: int, entity_type: str | None) -> list[_Row]:
+        """The rows (id, entity id, vector) of the texts the first pass finds nearest `query`."""
+        index = self._caught_up_index()
+        wanted = (
+            _CANDIDATES_OF_A_TYPE
+            if entity_type is not None or not self._scope.every
+            else _CANDIDATES_PER_RESULT * limit
+        )
+        approximate, exact = index.candidates(query, max(wanted, _FEWEST_CANDIDATES))
+        candidates = list(dict.fromkeys(approximate + exact))
+        rows: list[_Row] = []
+        for chunk in _chunks(candidates):
+            rows.extend(
+                self._conn.execute(
+                    f"SELECT id, entity_id, vector FROM vectors WHERE id IN ({', '.join('?' * len(chunk))})",
+                    tuple(chunk),
+                )
+            )
+        # Vectors deleted since they were indexed (their texts were deleted or changed)
+        # are not found: counted, so that the index is rebuilt when they grow many.
+        found = {row[0] for row in rows}
+        index.note_missing(
+            len(approximate),
+            sum(1 for item in approximate if item not in found),
+            sum(1 for item in exact if item not in found),
+        )
+        return rows
+
+    def _scoped_rows(self) -> list[_Row] | None:
+        """Every text of the projects the scope sees, when they are few enough to score each
+        (`_SCOPED_EXACT`): a search in a small project of a large memory then costs what the
+        project holds, and finds what the first pass over every project would pass over.
+        None when they are more: the first pass then proposes more candidates, filtered by name."""
+        seen = visible(self._scope, "e.project")
+        (count,) = self._conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM vectors AS v JOIN entities AS e ON e.id = v.entity_id"
+            f" WHERE {seen} LIMIT ?)",
+            (_SCOPED_EXACT + 1,),
+        ).fetchone()
+        if count > _SCOPED_EXACT:
+            return None
+        rows: list[_Row] = self._conn.execute(
+            "SELECT v.id, v.entity_id, v.vector FROM entities AS e JOIN vectors AS v ON v.entity_id = e.id"
+            f" WHERE {seen}"
+        ).fetchall()
+        return rows
 
     def _named(self, ranked: list[tuple[int, float]], limit: int, entity_type: str | None) -> list[NearEntity]:
         found: list[NearEntity] = []
@@ -292,7 +338,9 @@ class _Vectors(_Reads):
             names = {
                 entity_id: (name, kind)
                 for entity_id, name, kind in self._conn.execute(
-                    f"SELECT id, name, entity_type FROM entities WHERE id IN ({', '.join('?' * len(ids))})", tuple(ids)
+                    f"SELECT id, name, entity_type FROM entities WHERE id IN ({', '.join('?' * len(ids))})"
+                    f"{and_visible(self._scope, 'project')}",
+                    tuple(ids),
                 )
             }
             for entity_id, score in chunk:

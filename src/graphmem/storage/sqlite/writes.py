@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphmem.core.models import Entity, Relation
+from graphmem.storage.base import ProjectCounts
 from graphmem.storage.sqlite.reads import _Reads
+from graphmem.storage.sqlite.scoping import and_visible, visible
 from graphmem.storage.sqlite.text import (
     key_item,
     keys_json,
@@ -47,37 +49,40 @@ class _Writes(_Reads):
                 entity.name.lower(),
                 entity.entity_type.lower(),
                 extra_json(entity.extra),
+                entity.project,
             )
             for entity in entities
         )
-        values = ", ".join(key_item(rows, index) for index in range(5))
+        values = ", ".join(key_item(rows, index) for index in range(6))
         # ORDER BY key: ids follow the batch's order, the creation order searches rank by.
         self._conn.execute(
-            "INSERT INTO entities (name, entity_type, name_lc, type_lc, extra)"
+            "INSERT INTO entities (name, entity_type, name_lc, type_lc, extra, project)"
             f" SELECT {values} FROM json_each(?) AS k ORDER BY k.key",
             (rows,),
         )
         self._insert_observations([(entity.name, content) for entity in entities for content in entity.observations])
 
     def _insert_observations(self, contents: Sequence[tuple[str, str]]) -> None:
-        """Append each (entity name, content) to its entity, in order, in one statement."""
+        """Append each (entity name, content) to the entity of that name the scope sees, in
+        order, in one statement."""
         if not contents:
             return
         rows = keys_json((name, content, content.lower()) for name, content in contents)
         self._conn.execute(
             "INSERT INTO observations (entity_id, content, content_lc)"
             f" SELECT e.id, {key_item(rows, 1)}, {key_item(rows, 2)}"
-            f" FROM json_each(?) AS k JOIN entities AS e ON e.name = {key_item(rows, 0)} ORDER BY k.key",
+            f" FROM json_each(?) AS k JOIN entities AS e ON e.name = {key_item(rows, 0)}"
+            f"{and_visible(self._scope, 'e.project')} ORDER BY k.key",
             (rows,),
         )
 
     def insert_relations(self, relations: Sequence[Relation]) -> None:
         if not relations:
             return
-        rows = keys_json((*relation.key, _extra_json(relation.extra)) for relation in relations)
-        values = ", ".join(key_item(rows, index) for index in range(4))
+        rows = keys_json((*relation.key, _extra_json(relation.extra), relation.project) for relation in relations)
+        values = ", ".join(key_item(rows, index) for index in range(5))
         self._conn.execute(
-            "INSERT INTO relations (from_name, to_name, relation_type, extra)"
+            "INSERT INTO relations (from_name, to_name, relation_type, extra, project)"
             f" SELECT {values} FROM json_each(?) AS k ORDER BY k.key",
             (rows,),
         )
@@ -95,30 +100,32 @@ class _Writes(_Reads):
         # One statement for the batch; only extra is set (see update_entity on why).
         self._conn.execute(
             f"UPDATE entities SET extra = {key_item(rows, 1)} FROM json_each(?) AS k"
-            f" WHERE entities.name = {key_item(rows, 0)}",
+            f" WHERE entities.name = {key_item(rows, 0)}{and_visible(self._scope, 'entities.project')}",
             (rows,),
         )
 
     def update_entity(self, name: str, changed: Entity) -> None:
         extra = _extra_json(changed.extra)
+        seen = and_visible(self._scope, "project")
         if changed.name == name:
             # Most updates (every add or delete of an observation) change only extra. SQLite
             # rewrites the index entries of every column an UPDATE sets, changed or not, so
             # setting name and type too would dirty the name and type index pages for nothing:
             # two of the twenty pages such a write commits.
             cursor = self._conn.execute(
-                "UPDATE entities SET extra = ? WHERE name = ? AND entity_type = ?", (extra, name, changed.entity_type)
+                f"UPDATE entities SET extra = ? WHERE name = ? AND entity_type = ?{seen}",
+                (extra, name, changed.entity_type),
             )
             if cursor.rowcount:
                 return
             # A new type (or no such entity): the name stays.
             self._conn.execute(
-                "UPDATE entities SET entity_type = ?, type_lc = ?, extra = ? WHERE name = ?",
+                f"UPDATE entities SET entity_type = ?, type_lc = ?, extra = ? WHERE name = ?{seen}",
                 (changed.entity_type, changed.entity_type.lower(), extra, name),
             )
             return
         self._conn.execute(
-            "UPDATE entities SET name = ?, entity_type = ?, name_lc = ?, type_lc = ?, extra = ? WHERE name = ?",
+            f"UPDATE entities SET name = ?, entity_type = ?, name_lc = ?, type_lc = ?, extra = ? WHERE name = ?{seen}",
             (
                 changed.name,
                 changed.entity_type,
@@ -132,21 +139,48 @@ class _Writes(_Reads):
     def delete_entities(self, names: Sequence[str]) -> int:
         names_json = texts_json(names)
         names_in, names_in_1 = texts_in(names_json), texts_in(names_json, "?1")
+        seen = and_visible(self._scope, "project")
+        if self._scope.every and not self._holds_projects():
+            # No projects: every relation naming them touches them (the statement of before).
+            self._conn.execute(
+                f"DELETE FROM relations WHERE from_name IN ({names_in_1}) OR to_name IN ({names_in_1})",
+                (names_json,),
+            )
+        else:
+            # A relation touches an entity when it names it in the entity's project, or names a
+            # shared entity anywhere (no project can hold a shared name).
+            gone = f"SELECT name, project FROM entities WHERE name IN ({names_in_1}){seen}"
+            touching = (
+                "SELECT r.id FROM ({gone}) AS g JOIN relations AS r ON r.{end} = g.name"
+                " WHERE g.project = '' OR r.project = g.project"
+            )
+            self._conn.execute(
+                "DELETE FROM relations WHERE id IN ("
+                f"{touching.format(gone=gone, end='from_name')} UNION {touching.format(gone=gone, end='to_name')})",
+                (names_json,),
+            )
         self._conn.execute(
-            f"DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE name IN ({names_in}))",
+            f"DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE name IN ({names_in}){seen})",
             (names_json,),
         )
-        self._conn.execute(
-            f"DELETE FROM relations WHERE from_name IN ({names_in_1}) OR to_name IN ({names_in_1})",
-            (names_json,),
-        )
-        cursor = self._conn.execute(f"DELETE FROM entities WHERE name IN ({names_in})", (names_json,))
+        cursor = self._conn.execute(f"DELETE FROM entities WHERE name IN ({names_in}){seen}", (names_json,))
         return cursor.rowcount
+
+    def _holds_projects(self) -> bool:
+        """Whether any entity or relation belongs to a project (not the shared space)."""
+        return bool(
+            self._conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM entities WHERE project > '')"
+                " OR EXISTS (SELECT 1 FROM relations WHERE project > '')"
+            ).fetchone()[0]
+        )
 
     def remove_observations(self, name: str, contents: Sequence[str]) -> int:
         contents_json = texts_json(contents)
         contents_in = texts_in(contents_json)
-        row = self._conn.execute("SELECT id FROM entities WHERE name = ?", (name,)).fetchone()
+        row = self._conn.execute(
+            f"SELECT id FROM entities WHERE name = ?{and_visible(self._scope, 'project')} ORDER BY id", (name,)
+        ).fetchone()
         if row is None:
             return 0
         (matched,) = self._conn.execute(
@@ -162,6 +196,49 @@ class _Writes(_Reads):
     def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
         # rowcount counts the rows each statement deleted, not what triggers changed.
         cursor = self._conn.executemany(
-            "DELETE FROM relations WHERE from_name = ? AND to_name = ? AND relation_type = ?", keys
+            "DELETE FROM relations WHERE from_name = ? AND to_name = ? AND relation_type = ?"
+            f"{and_visible(self._scope, 'project')}",
+            keys,
         )
         return cursor.rowcount
+
+    # -- projects ---------------------------------------------------------------------------
+
+    def move_entities(self, names: Sequence[str], project: str) -> int:
+        names_json = texts_json(names)
+        cursor = self._conn.execute(
+            f"UPDATE entities SET project = ? WHERE name IN ({texts_in(names_json, '?2')})"
+            f"{and_visible(self._scope, 'project')}",
+            (project, names_json),
+        )
+        return cursor.rowcount
+
+    def move_relations(self, keys: Sequence[tuple[str, str, str]], project: str) -> int:
+        cursor = self._conn.executemany(
+            "UPDATE relations SET project = ? WHERE from_name = ? AND to_name = ? AND relation_type = ?"
+            f"{and_visible(self._scope, 'project')}",
+            [(project, *key) for key in keys],
+        )
+        return cursor.rowcount
+
+    def project_counts(self) -> list[ProjectCounts]:
+        seen = visible(self._scope, "project")
+        rows = self._conn.execute(
+            "SELECT p.project,"
+            " (SELECT count(*) FROM entities WHERE project = p.project),"
+            " (SELECT count(*) FROM relations WHERE project = p.project),"
+            " (SELECT count(*) FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
+            " WHERE e.project = p.project),"
+            " (SELECT max(updated_utc) FROM entities WHERE project = p.project)"
+            f" FROM (SELECT DISTINCT project FROM entities WHERE {seen}"
+            f" UNION SELECT DISTINCT project FROM relations WHERE {seen}) AS p ORDER BY p.project"
+        )
+        return [ProjectCounts(*row) for row in rows]
+
+    def delete_project(self, project: str) -> tuple[int, int]:
+        relations = self._conn.execute("DELETE FROM relations WHERE project = ?", (project,)).rowcount
+        self._conn.execute(
+            "DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE project = ?)", (project,)
+        )
+        entities = self._conn.execute("DELETE FROM entities WHERE project = ?", (project,)).rowcount
+        return entities, relations

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from graphmem.core.errors import EntityNotFoundError
 from graphmem.core.models import Entity, Graph, ObservationAddition, ObservationDeletion, Relation
+from graphmem.core.projects import Scope
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.maintenance import EntityUpdate, update_entities
 from graphmem.domain.search import word_search
@@ -1215,3 +1216,160 @@ def test_relations_among_keeps_those_with_both_ends_in_the_names_in_creation_ord
         ("p02", "p02", "notes"),
     ]
     assert first_two == among[:2]
+
+
+# -- projects ------------------------------------------------------------------------------------
+
+API, TOOL = Scope("github.com/acme/api"), Scope("tool")
+
+
+def _fill_projects(store: Store) -> None:
+    """Alice shared; a README in each of two projects; relations in each."""
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Alice", "person", ("reviews code",)),
+                Entity("README", "file", ("explains the api",), project=API.home),
+                Entity("README", "file", ("explains the tool",), project=TOOL.home),
+                Entity("api-server", "service", ("serves the api",), project=API.home),
+            ]
+        )
+        store.insert_relations(
+            [
+                Relation("Alice", "README", "wrote", project=API.home),
+                Relation("Alice", "README", "wrote", project=TOOL.home),
+                Relation("README", "api-server", "describes", project=API.home),
+            ]
+        )
+
+
+def test_a_project_sees_itself_and_the_shared_space_and_nothing_of_another(store: Store):
+    _fill_projects(store)
+    with store.read(API):
+        assert store.existing_names(["Alice", "README", "api-server"]) == {"Alice", "README", "api-server"}
+        (readme,) = store.get_entities(["README"])
+        assert (readme.observations, readme.project) == (("explains the api",), API.home)
+        assert [entity.name for entity in store.iter_entities()] == ["Alice", "README", "api-server"]
+        assert [(r.key, r.project) for r in store.iter_relations()] == [
+            (("Alice", "README", "wrote"), API.home),
+            (("README", "api-server", "describes"), API.home),
+        ]
+        assert store.counts() == StoreCounts(3, 2, 3)
+        assert store.observations_of("README") == ["explains the api"]
+        graph = store.official_graph(100)
+        assert graph is not None and [entity["name"] for entity in graph["entities"]] == [
+            "Alice",
+            "README",
+            "api-server",
+        ]
+        assert store.page_entities(None, 1, 1)[0][0].name == "README"
+        assert store.page_entities(None, 0, None)[1] == 3
+        assert [e.name for e in store.query_entities(EntityQuery(entity_types=("file",)))[0]] == ["README"]
+        assert store.entity_type_counts() == [("file", 1), ("person", 1), ("service", 1)]
+        assert store.relations_touching(["README"])[0].project == API.home
+        assert len(store.relations_touching(["README"])) == 2
+    with store.read(TOOL):
+        assert store.existing_names(["api-server"]) == set()
+        assert [entity.observations for entity in store.get_entities(["README"])] == [("explains the tool",)]
+        assert store.counts() == StoreCounts(2, 1, 2)
+
+
+def test_every_project_at_once_sees_one_name_twice(store: Store):
+    _fill_projects(store)
+    with store.read():
+        readmes = store.get_entities(["README"])
+        assert [(entity.project, entity.observations) for entity in readmes] == [
+            (API.home, ("explains the api",)),
+            (TOOL.home, ("explains the tool",)),
+        ]
+        assert store.counts() == StoreCounts(4, 3, 4)
+
+
+def test_a_search_in_a_project_finds_only_what_it_sees(store: Store):
+    _fill_projects(store)
+    for scope, serves, api in ((API, {"api-server"}, {"README", "api-server"}), (TOOL, set(), set())):
+        with store.read(scope):
+            assert {hit.name for hit in store.search_entities(word_search(["serves"], limit=10)).hits} == serves
+            official = store.search_entities(word_search(["api"], limit=10)).hits
+            assert {hit.name for hit in official if hit.official} == api
+
+
+def test_writes_by_name_reach_the_entity_the_scope_sees(store: Store):
+    _fill_projects(store)
+    with store.write(TOOL):
+        store.append_observations("README", ["lists the commands"])
+        assert store.remove_observations("README", ["explains the tool"]) == 1
+    with store.read(API):
+        assert store.observations_of("README") == ["explains the api"]
+    with store.read(TOOL):
+        assert store.observations_of("README") == ["lists the commands"]
+
+
+def test_deleting_a_project_entity_takes_its_project_s_relations_only(store: Store):
+    _fill_projects(store)
+    with store.write(API):
+        assert store.delete_entities(["README"]) == 1
+    with store.read():
+        assert [(r.key, r.project) for r in store.iter_relations()] == [(("Alice", "README", "wrote"), TOOL.home)]
+        assert [entity.project for entity in store.get_entities(["README"])] == [TOOL.home]
+
+
+def test_deleting_a_shared_entity_takes_the_relations_of_every_project_that_name_it(store: Store):
+    _fill_projects(store)
+    with store.write(API):
+        assert store.delete_entities(["Alice"]) == 1
+    with store.read():
+        assert [r.key for r in store.iter_relations()] == [("README", "api-server", "describes")]
+
+
+def test_a_relation_key_is_unique_within_its_project(store: Store):
+    _fill_projects(store)
+    with store.read(API):
+        assert store.existing_relations([("Alice", "README", "wrote")]) == {("Alice", "README", "wrote")}
+    with store.write(TOOL):
+        assert store.delete_relations([("Alice", "README", "wrote")]) == 1
+    with store.read(API):
+        assert store.existing_relations([("Alice", "README", "wrote")]) == {("Alice", "README", "wrote")}
+
+
+def test_entities_and_relations_move_between_projects(store: Store):
+    _fill_projects(store)
+    with store.write(API):
+        assert store.move_entities(["api-server"], "") == 1
+        assert store.move_relations([("README", "api-server", "describes")], "") == 1
+    with store.read(TOOL):
+        (server,) = store.get_entities(["api-server"])
+        assert (server.project, server.observations) == ("", ("serves the api",))
+        assert ("README", "api-server", "describes") in {r.key for r in store.iter_relations()}
+
+
+def test_project_counts_say_what_each_project_holds(store: Store):
+    _fill_projects(store)
+    with store.read():
+        counts = store.project_counts()
+    assert [(c.project, c.entities, c.relations, c.observations) for c in counts] == [
+        ("", 1, 0, 1),
+        (API.home, 2, 2, 2),
+        (TOOL.home, 1, 1, 1),
+    ]
+    with store.read(TOOL):
+        assert [c.project for c in store.project_counts()] == ["", TOOL.home]
+
+
+def test_deleting_a_project_leaves_the_others_and_the_shared_space(store: Store, reopen: Callable[[], Store]):
+    _fill_projects(store)
+    with store.write():
+        assert store.delete_project(API.home) == (2, 2)
+    again = reopen()
+    with again.read():
+        assert [(e.name, e.project) for e in again.iter_entities()] == [("Alice", ""), ("README", TOOL.home)]
+        assert [r.project for r in again.iter_relations()] == [TOOL.home]
+
+
+def test_a_transaction_inside_another_keeps_its_scope(store: Store):
+    _fill_projects(store)
+    with store.read(TOOL):
+        with store.read():
+            assert store.existing_names(["api-server"]) == set()
+        with pytest.raises(ValueError), store.read(API):
+            pass

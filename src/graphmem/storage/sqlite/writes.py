@@ -60,19 +60,25 @@ class _Writes(_Reads):
             f" SELECT {values} FROM json_each(?) AS k ORDER BY k.key",
             (rows,),
         )
-        self._insert_observations([(entity.name, content) for entity in entities for content in entity.observations])
+        self._insert_observations(
+            [(entity.name, content, entity.project) for entity in entities for content in entity.observations]
+        )
 
-    def _insert_observations(self, contents: Sequence[tuple[str, str]]) -> None:
-        """Append each (entity name, content) to the entity of that name the scope sees, in
-        order, in one statement."""
+    def _insert_observations(self, contents: Sequence[tuple[str, str] | tuple[str, str, str]]) -> None:
+        """Append each (entity name, content[, project]) to its entity, in order, in one
+        statement: the entity of that name in that project (new entities), else the one the
+        scope sees."""
         if not contents:
             return
-        rows = keys_json((name, content, content.lower()) for name, content in contents)
+        rows = keys_json((item[0], item[1], item[1].lower(), *item[2:]) for item in contents)
+        if len(contents[0]) == 2:
+            of_project = and_visible(self._scope, "e.project")
+        else:
+            of_project = f" AND e.project = {key_item(rows, 3)}"
         self._conn.execute(
             "INSERT INTO observations (entity_id, content, content_lc)"
             f" SELECT e.id, {key_item(rows, 1)}, {key_item(rows, 2)}"
-            f" FROM json_each(?) AS k JOIN entities AS e ON e.name = {key_item(rows, 0)}"
-            f"{and_visible(self._scope, 'e.project')} ORDER BY k.key",
+            f" FROM json_each(?) AS k JOIN entities AS e ON e.name = {key_item(rows, 0)}{of_project} ORDER BY k.key",
             (rows,),
         )
 

@@ -357,3 +357,9 @@ def test_a_folder_name_with_a_line_break_is_shown_on_one_line(tmp_path: Path):
     chosen = found(folder)
     assert chosen.id == str(folder.resolve())
     assert "\n" not in chosen.name and "\n" not in chosen.source
+
+
+def test_a_workspace_under_a_tilde_is_under_the_home_directory_given(tmp_path: Path):
+    home = tmp_path / "home"
+    (home / "notes").mkdir(parents=True)
+    assert found(tmp_path, home=home, workspace="~/notes").id == str((home / "notes").resolve())

@@ -27,7 +27,9 @@ ALLOWED: dict[str, set[str]] = {
     "_malloc": set(),
     # The network server's token files (secrets): read for config, which reads the environment.
     "credentials": {"core"},
-    "config": {"core", "credentials"},
+    # Which project a server works in: read from git's files and folders, for config to build.
+    "project_resolution": {"core"},
+    "config": {"core", "credentials", "project_resolution"},
     # open_store picks the backend from the settings, the one upward-looking name storage knows.
     "storage": {"core", "config"},
     # The sentence-embedding model: numpy and tokenizers, no graphmem layer but the shared values.
@@ -61,7 +63,7 @@ ALLOWED: dict[str, set[str]] = {
 
 # The protocol and command-line stacks; the layers below the server work without them.
 EDGE_PACKAGES = {"mcp", "mcp_types", "click", "starlette", "uvicorn", "anyio"}
-PROTOCOL_FREE = ("core", "storage", "domain", "transfer", "config", "credentials", "embedding")
+PROTOCOL_FREE = ("core", "storage", "domain", "transfer", "config", "credentials", "project_resolution", "embedding")
 
 
 def _imports(path: Path) -> set[str]:

@@ -21,6 +21,7 @@ from graphmem.core.errors import StorageError
 from graphmem.core.models import Entity, Relation
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.storage import open_store
+from tests.test_project_resolution import GIT_ENV, repository
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cli"
 OFFICIAL = FIXTURES / "official.jsonl"
@@ -602,3 +603,73 @@ def test_an_export_to_a_name_longer_than_the_system_allows_is_one_line(tmp_path:
     result = run("--memory-file", memory, "export", "--output", tmp_path / f"{LONG_NAME}.jsonl")
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and "File name too long" in result.stderr
+
+
+# -- the project a server works in --------------------------------------------------------------
+
+
+def test_info_says_projects_are_off_and_how_to_turn_them_on(tmp_path: Path):
+    result = run("info", "-f", tmp_path / "m.db", env={"GRAPHMEM_PROJECT": None})
+    assert result.exit_code == 0, result.output
+    assert (
+        "project: off, one memory for all work (turn projects on with --project auto, or GRAPHMEM_PROJECT=auto)"
+        in result.stdout.splitlines()
+    )
+
+
+def test_info_names_the_project_of_the_workspace_and_how_it_was_found(tmp_path: Path):
+    api = repository(tmp_path / "api", ("origin", "https://alice:s3cret-t0ken@github.com/Acme/API.git"))
+    result = run("info", "-f", tmp_path / "m.db", "--project", "auto", "--workspace", api)
+    assert result.exit_code == 0, result.output
+    assert (
+        f"project: api (github.com/acme/api), from the git remote origin of {api.resolve()}, "
+        "in the workspace given by --workspace"
+    ) in result.stdout.splitlines()
+    assert "s3cret-t0ken" not in result.output
+
+
+def test_info_as_the_stdio_server_is_configured_takes_the_project_options_before_the_command(tmp_path: Path):
+    result = run("--project", "billing", "info", "-f", tmp_path / "m.db")
+    assert "project: billing, from --project" in result.stdout.splitlines()
+
+
+def test_info_says_why_auto_found_no_project_in_the_home_directory(tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    result = run(
+        "info", "-f", tmp_path / "m.db", "--workspace", home, env={"HOME": str(home), "GRAPHMEM_PROJECT": "auto"}
+    )
+    assert result.exit_code == 0, result.output
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("project: ")]
+    assert line.startswith(
+        f"project: none, the whole memory: --project auto found none, as the workspace {home.resolve()} "
+        "given by --workspace is the home directory."
+    )
+    assert "--workspace DIR" in line
+
+
+@pytest.mark.parametrize("name", ["shared", "*"])
+def test_a_reserved_project_name_is_one_line_and_creates_nothing(tmp_path: Path, name: str):
+    result = run("info", "-f", tmp_path / "m.db", "--project", name)
+    assert one_line_error(result).startswith(f"Error: Config '--project' has value '{name}'. '{name}' is reserved")
+    assert not (tmp_path / "m.db").exists()
+
+
+@pytest.mark.slow
+def test_info_with_project_auto_in_a_real_process_names_the_repository_it_runs_in(tmp_path):
+    api = repository(tmp_path / "api", ("origin", "git@github.com:acme/api.git"))
+    (api / "src").mkdir()
+    env = {**GIT_ENV, "MEMORY_FILE_PATH": str(tmp_path / "memory.db"), "HOME": str(tmp_path / "home")}
+    env.pop("GRAPHMEM_WORKSPACE", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "graphmem", "info", "--project", "auto"],
+        cwd=api / "src",
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"project: api (github.com/acme/api), from the git remote origin of {api.resolve()}" in (
+        result.stdout.decode().splitlines()
+    )

@@ -20,7 +20,9 @@ from click.testing import CliRunner
 
 from graphmem import __version__
 from graphmem.cli import cli
+from tests.helpers_network import network_server
 from tests.helpers_stdio import INITIALIZE, START_SECONDS, server_env
+from tests.test_project_resolution import repository
 from tests.test_startup import unwritable_folder
 
 
@@ -225,3 +227,34 @@ def test_info_stats_and_export_upgrade_a_memory_written_by_an_older_graphmem_as_
     with sqlite3.connect(memory) as connection:
         assert connection.execute("PRAGMA user_version").fetchone()[0] == current
     assert "entities: 1" in _run("stats", "-f", memory).output
+
+
+# -- the project in the ready lines -------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["repository", "home"])
+def test_the_stdio_ready_line_names_the_project_or_why_auto_found_none(tmp_path: Path, where: str):
+    memory, home = tmp_path / "memory.db", tmp_path / "home"
+    home.mkdir()
+    workspace = (
+        repository(tmp_path / "api", ("origin", "git@github.com:acme/api.git")) if where == "repository" else home
+    )
+    process = _start(memory, "--project", "auto", "--workspace", str(workspace), env={"HOME": str(home)})
+    _, errors = process.communicate(json.dumps(INITIALIZE).encode() + b"\n", timeout=START_SECONDS)
+    assert process.returncode == 0
+    project = {
+        "repository": "project api (github.com/acme/api)",
+        "home": f"no project (the workspace {home.resolve()} given by --workspace is the home directory)",
+    }[where]
+    assert errors.decode().splitlines() == [
+        f"graphmem {__version__} ready on stdio: memory {memory} (sqlite), {project}, tools default (20)"
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_network_ready_line_names_the_project(tmp_path: Path):
+    async with network_server(tmp_path / "memory.db", "--tcp", "--project", "billing") as server:
+        announced = server.log()
+    assert f"graphmem serving {tmp_path / 'memory.db'} for project billing at tcp://" in announced

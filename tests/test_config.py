@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from graphmem.config import DEFAULT_HTTP_PORT, Identity, NetworkSettings, Settings, default_memory_path
+from graphmem.config import (
+    DEFAULT_HTTP_PORT,
+    Identity,
+    NetworkSettings,
+    ProjectChoice,
+    Settings,
+    default_memory_path,
+)
 from graphmem.core.errors import ConfigError
 
 
@@ -320,3 +327,57 @@ def test_a_tokens_file_and_a_single_token_together_are_refused(tmp_path: Path, s
         NetworkSettings.from_env(env, tokens_file=tokens_file(tmp_path, f"alice {ALICE} write\n"))
     assert f"{single} gives a single token too; use one or the other" in str(caught.value)
     assert "`default TOKEN write`" in str(caught.value)
+
+
+# -- the project a server works in --------------------------------------------------------------
+
+
+def test_without_a_project_setting_projects_are_off_and_no_folder_is_looked_at(tmp_path: Path):
+    settings = Settings.from_env({}, cwd=tmp_path / "does-not-exist", home=tmp_path)
+    assert (settings.project, settings.why_no_project) == (None, None)
+
+
+def test_the_project_comes_from_its_variable():
+    settings = Settings.from_env({"GRAPHMEM_PROJECT": " billing "})
+    assert settings.project == ProjectChoice("billing", "billing", "GRAPHMEM_PROJECT")
+
+
+def test_the_project_flag_wins_over_the_variable():
+    settings = Settings.from_env({"GRAPHMEM_PROJECT": "billing"}, project="api")
+    assert settings.project == ProjectChoice("api", "api", "--project")
+
+
+def test_an_empty_project_flag_turns_projects_off_whatever_the_variable_says(tmp_path: Path):
+    settings = Settings.from_env({"GRAPHMEM_PROJECT": "auto"}, project="", cwd=tmp_path, home=tmp_path)
+    assert (settings.project, settings.why_no_project) == (None, None)
+
+
+@pytest.mark.parametrize(("flag", "key"), [(None, "GRAPHMEM_PROJECT"), ("shared", "--project")])
+def test_a_reserved_project_name_is_refused_naming_where_it_came_from(flag: str | None, key: str):
+    with pytest.raises(ConfigError) as refused:
+        Settings.from_env({"GRAPHMEM_PROJECT": "shared"}, project=flag)
+    assert refused.value.key == key
+    assert "'shared' is reserved" in str(refused.value)
+
+
+def test_auto_takes_the_workspace_variable_and_the_workspace_flag_wins_over_it(tmp_path: Path):
+    (tmp_path / "from-env").mkdir()
+    (tmp_path / "from-flag").mkdir()
+    env = {"GRAPHMEM_PROJECT": "auto", "GRAPHMEM_WORKSPACE": str(tmp_path / "from-env")}
+    by_env = Settings.from_env(env, cwd=tmp_path, home=tmp_path / "home")
+    by_flag = Settings.from_env(env, workspace=str(tmp_path / "from-flag"), cwd=tmp_path, home=tmp_path / "home")
+    assert by_env.project is not None and by_env.project.name == "from-env"
+    assert by_env.project.source.endswith("given by GRAPHMEM_WORKSPACE")
+    assert by_flag.project is not None and by_flag.project.name == "from-flag"
+    assert by_flag.project.source.endswith("given by --workspace")
+
+
+def test_a_workspace_alone_does_not_turn_projects_on(tmp_path: Path):
+    settings = Settings.from_env({"GRAPHMEM_WORKSPACE": str(tmp_path)}, cwd=tmp_path)
+    assert (settings.project, settings.why_no_project) == (None, None)
+
+
+def test_auto_in_the_home_directory_leaves_the_whole_memory_and_says_why(tmp_path: Path):
+    settings = Settings.from_env({"GRAPHMEM_PROJECT": "auto"}, cwd=tmp_path, home=tmp_path)
+    assert settings.project is None
+    assert settings.why_no_project == f"the working directory {tmp_path.resolve()} is the home directory"

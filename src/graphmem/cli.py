@@ -73,6 +73,30 @@ def memory_options(command: F) -> F:
     return command
 
 
+def project_options(command: F) -> F:
+    """Which project of the memory a server works in, on the commands that serve or describe one."""
+    command = click.option(
+        "--workspace",
+        metavar="DIR",
+        default=None,
+        help=(
+            "The folder the client works in, where --project auto looks instead of the working directory "
+            "(env GRAPHMEM_WORKSPACE), such as ${workspaceFolder} in a client's configuration."
+        ),
+    )(command)
+    command = click.option(
+        "--project",
+        metavar="NAME|auto",
+        default=None,
+        help=(
+            "Work in one project of the memory (env GRAPHMEM_PROJECT). auto takes it from the git repository "
+            "or folder of --workspace or the working directory: its remote, else its root, else the folder. "
+            "Default: off, one memory for all work."
+        ),
+    )(command)
+    return command
+
+
 def semantic_option(command: F) -> F:
     """Whether graphmem searches by meaning, on the commands that would load the model."""
     return click.option(
@@ -154,11 +178,15 @@ def _settings(
     call_time_limit: float | None = None,
     search_budget: int | None = None,
     semantic: bool | None = None,
+    project: str | None = None,
+    workspace: str | None = None,
 ) -> Settings:
     parent = ctx.find_root().params
     try:
         return Settings.from_env(
             semantic=semantic if semantic is not None else parent.get("semantic"),
+            project=project if project is not None else parent.get("project"),
+            workspace=workspace if workspace is not None else parent.get("workspace"),
             memory_file=memory_file or parent.get("memory_file"),
             strict=strict if strict is not None else parent.get("strict"),
             response_budget=response_budget if response_budget is not None else parent.get("response_budget"),
@@ -206,6 +234,7 @@ def _open_for_reading(settings: Settings, *, check_for_damage: bool = True) -> K
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @memory_options
+@project_options
 @serve_options
 @click.version_option(__version__, prog_name="graphmem")
 @click.pass_context
@@ -220,6 +249,8 @@ def cli(
     tools: str | None,
     log_level: str | None,
     semantic: bool | None,
+    project: str | None,
+    workspace: str | None,
 ) -> None:
     """graphmem: persistent knowledge-graph memory for AI agents, over MCP.
 
@@ -237,6 +268,8 @@ def cli(
             toolset=toolset,
             tools=tools,
             log_level=log_level,
+            project=project,
+            workspace=workspace,
         )
 
 
@@ -257,6 +290,7 @@ def _transport(http: bool, tcp: bool, host: str | None, port: int | None) -> str
 
 @cli.command(name="serve")
 @memory_options
+@project_options
 @serve_options
 @click.option("--http", "http", is_flag=True, help="Serve many clients over Streamable HTTP at /mcp.")
 @click.option("--tcp", "tcp", is_flag=True, help="Serve many clients over TCP (one JSON-RPC message per line).")
@@ -339,11 +373,23 @@ def serve(
     json_response: bool | None = None,
     log_level: str | None = None,
     semantic: bool | None = None,
+    project: str | None = None,
+    workspace: str | None = None,
 ) -> None:
     """Serve MCP over stdio (what an MCP client starts), or many clients over --http or --tcp."""
     transport = _transport(http, tcp, host, port)
     settings = _settings(
-        ctx, memory_file, strict, response_budget, toolset, tools, call_time_limit, search_budget, semantic
+        ctx,
+        memory_file,
+        strict,
+        response_budget,
+        toolset,
+        tools,
+        call_time_limit,
+        search_budget,
+        semantic,
+        project=project,
+        workspace=workspace,
     )
     log_level = (log_level or ctx.find_root().params.get("log_level") or "warning").lower()
     network: NetworkSettings | None = None
@@ -393,7 +439,7 @@ def serve(
             # One line, as the official server says it runs; stdout carries protocol messages only.
             click.echo(
                 f"graphmem {__version__} ready on stdio: memory {settings.location} ({settings.backend}), "
-                f"tools {chosen} ({len(listed)})",
+                f"{_project_in_ready_line(settings)}tools {chosen} ({len(listed)})",
                 err=True,
             )
             if sys.stdin.isatty():
@@ -411,7 +457,8 @@ def serve(
         return
 
     def announce(url: str) -> None:
-        click.echo(f"graphmem serving {settings.location} at {url}", err=True)
+        project = "" if settings.project is None else f" for project {settings.project.label}"
+        click.echo(f"graphmem serving {settings.location}{project} at {url}", err=True)
         if transport == "http":
             click.echo(f"explorer (in a browser) at {url.removesuffix('/mcp')}/", err=True)
 
@@ -429,6 +476,27 @@ def serve(
         if problem is None:
             raise
         raise problem from error
+
+
+def _project_in_ready_line(settings: Settings) -> str:
+    """`project api (github.com/acme/api), ` for the stdio ready line; "" when projects are off."""
+    if settings.project is not None:
+        return f"project {settings.project.label}, "
+    if settings.why_no_project is not None:
+        return f"no project ({settings.why_no_project}), "
+    return ""
+
+
+def _project_summary(settings: Settings) -> str:
+    """The project `graphmem info` reports, with how it was chosen or why there is none."""
+    if settings.project is not None:
+        return f"{settings.project.label}, from {settings.project.source}"
+    if settings.why_no_project is not None:
+        return (
+            f"none, the whole memory: --project auto found none, as {settings.why_no_project}. Give the "
+            "client's folder with --workspace DIR (or GRAPHMEM_WORKSPACE), or a name with --project NAME."
+        )
+    return "off, one memory for all work (turn projects on with --project auto, or GRAPHMEM_PROJECT=auto)"
 
 
 def _access_summary(tokens_file: str | None) -> str | None:
@@ -489,6 +557,7 @@ def _os_error_in(error: BaseException) -> OSError | None:
 
 @cli.command(name="info")
 @memory_options
+@project_options
 @click.option(
     "--tokens-file",
     metavar="PATH",
@@ -496,10 +565,17 @@ def _os_error_in(error: BaseException) -> OSError | None:
     help="The tokens file `serve --tokens-file` would use (env GRAPHMEM_TOKENS_FILE): its names and access are shown.",
 )
 @click.pass_context
-def info(ctx: click.Context, memory_file: str | None, strict: bool | None, tokens_file: str | None = None) -> None:
-    """Show where the memory lives and which backend holds it, who may use the network server, and
-    check that the memory opens and is intact."""
-    settings = _settings(ctx, memory_file, strict)
+def info(
+    ctx: click.Context,
+    memory_file: str | None,
+    strict: bool | None,
+    tokens_file: str | None = None,
+    project: str | None = None,
+    workspace: str | None = None,
+) -> None:
+    """Show where the memory lives and which backend holds it, the project a server here works in,
+    who may use the network server, and check that the memory opens and is intact."""
+    settings = _settings(ctx, memory_file, strict, project=project, workspace=workspace)
     click.echo(f"graphmem {__version__}")
     if settings.database_url is not None:
         click.echo(f"memory database: {settings.location}")
@@ -511,6 +587,7 @@ def info(ctx: click.Context, memory_file: str | None, strict: bool | None, token
     if settings.database_url is None:
         click.echo(f"exists: {'yes' if exists else 'no (it is created when a server first starts)'}")
     click.echo(f"strict: {'yes' if settings.strict else 'no'}")
+    click.echo(f"project: {_project_summary(settings)}")
     budget = settings.response_budget
     click.echo(f"response budget: {f'{budget} tokens' if budget else 'unlimited'}")
     search = settings.search_budget

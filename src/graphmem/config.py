@@ -29,6 +29,7 @@ from graphmem.credentials import (
     read_tokens_file,
     sendable_token,
 )
+from graphmem.project_resolution import NoProject, ProjectChoice, resolve_project
 
 __all__ = [
     "DEFAULT_HTTP_PORT",
@@ -40,6 +41,7 @@ __all__ = [
     "Credential",
     "Identity",
     "NetworkSettings",
+    "ProjectChoice",
     "Settings",
     "default_memory_path",
     "is_database_url",
@@ -122,6 +124,13 @@ def redact_url(url: str) -> str:
     return shown
 
 
+def _home() -> Path | None:
+    try:
+        return Path.home()
+    except RuntimeError:  # no HOME and no entry in the password database: a bare container
+        return None
+
+
 def _parse_bool(key: str, value: str) -> bool:
     lowered = value.strip().lower()
     if lowered in _TRUE:
@@ -181,6 +190,10 @@ class Settings:
             0 means no limit.
         semantic: search by meaning: texts are embedded in the background and searches
             fuse meaning with words; off, graphmem never loads the model.
+        project: the project this server works in, resolved once at start; None when
+            projects are off (one memory for all work) or `auto` found none.
+        why_no_project: why `--project auto` found no project (the server then works in the
+            whole memory); None when projects are off or one was found.
     """
 
     memory_path: Path = field(default_factory=default_memory_path)
@@ -193,6 +206,8 @@ class Settings:
     tools: tuple[str, ...] | None = None
     call_time_limit: float = DEFAULT_CALL_TIME_LIMIT
     semantic: bool = True
+    project: ProjectChoice | None = None
+    why_no_project: str | None = None
 
     @property
     def backend(self) -> str:
@@ -220,7 +235,10 @@ class Settings:
         call_time_limit: float | None = None,
         search_budget: int | None = None,
         semantic: bool | None = None,
+        project: str | None = None,
+        workspace: str | None = None,
         cwd: Path | None = None,
+        home: Path | None = None,
     ) -> Settings:
         """Build settings from flags (which win) and the environment.
 
@@ -235,7 +253,11 @@ class Settings:
             call_time_limit: the `--call-time-limit` flag, if given.
             search_budget: the `--search-budget` flag, if given.
             semantic: the `--semantic/--no-semantic` flag, if given.
+            project: the `--project` flag (a name, or `auto`), if given; "" turns projects off
+                whatever GRAPHMEM_PROJECT says.
+            workspace: the `--workspace` flag (the folder a client works in), if given.
             cwd: the directory relative paths resolve against; the working directory when None.
+            home: the user's home directory, never a project of its own; `Path.home()` when None.
         """
         env = os.environ if environ is None else environ
         raw_path = memory_file or env.get("MEMORY_FILE_PATH", "").strip() or None
@@ -304,6 +326,18 @@ class Settings:
             )
         elif not call_time_limit >= 0:
             raise ConfigError("--call-time-limit", str(call_time_limit), _TIME_LIMIT_HINT)
+        project_setting = project if project is not None else env.get("GRAPHMEM_PROJECT", "")
+        chosen: ProjectChoice | NoProject | None = None
+        if project_setting.strip():
+            # Only when asked for: with projects off, start-up looks at no folder at all.
+            chosen = resolve_project(
+                project_setting,
+                setting_source="--project" if project is not None else "GRAPHMEM_PROJECT",
+                workspace=workspace if workspace is not None else env.get("GRAPHMEM_WORKSPACE"),
+                workspace_source="--workspace" if workspace is not None else "GRAPHMEM_WORKSPACE",
+                cwd=cwd or Path.cwd(),
+                home=home or _home(),
+            )
         return cls(
             memory_path=path,
             database_url=database_url,
@@ -314,6 +348,8 @@ class Settings:
             tools=tool_names,
             call_time_limit=call_time_limit,
             semantic=semantic,
+            project=chosen if isinstance(chosen, ProjectChoice) else None,
+            why_no_project=chosen.reason if isinstance(chosen, NoProject) else None,
         )
 
 

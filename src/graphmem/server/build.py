@@ -130,7 +130,7 @@ def build_server(
     server = _Server(
         "graphmem",
         version=__version__,
-        instructions=build_instructions(listed),
+        instructions=build_instructions(listed, None if settings.project is None else settings.project.name),
         lifespan=lifespan,
         on_list_tools=tool_handlers.list_tools,
         on_call_tool=tool_handlers.call_tool,

@@ -20,13 +20,21 @@ def name_tools(listed: Collection[str], *names: str, joiner: str = "or") -> str:
     return f"{', '.join(present[:-1])} {joiner} {present[-1]}"
 
 
-def build_instructions(listed: Collection[str]) -> str:
-    """The instructions for a server that lists the tools named in `listed`."""
+def build_instructions(listed: Collection[str], project: str | None = None) -> str:
+    """The instructions for a server that lists the tools named in `listed`.
+
+    Args:
+        listed: the names of the tools the server lists.
+        project: the name of the project the server works in, when it was resolved at start.
+    """
     lines = [
         "This server is a persistent memory that outlives the conversation: a knowledge graph of "
         "entities (a name and a type), relations between them (directed, in active voice, such as "
         "works_at) and observations (short facts about one entity)."
     ]
+    if project is not None:
+        # Said once, so that a model never guesses a project argument: the server chose it.
+        lines.append(f"- It is scoped to project {project} automatically; never pass a project.")
     hints = {
         "search_nodes": "search_nodes (a plain question works)",
         "open_nodes": "open_nodes (exact names or aliases)",

@@ -1334,9 +1334,12 @@ def test_a_relation_key_is_unique_within_its_project(store: Store):
 
 def test_entities_and_relations_move_between_projects(store: Store):
     _fill_projects(store)
-    with store.write(API):
-        assert store.move_entities(["api-server"], "") == 1
-        assert store.move_relations([("README", "api-server", "describes")], "") == 1
+    with store.write():
+        assert store.move_entities(["api-server", "README"], API.home, "") == 1 + 1
+        assert store.move_relations([("README", "api-server", "describes")], API.home, "") == 1
+        assert store.move_entities(["README"], API.home, "") == 0
+    with store.write():
+        assert store.move_entities(["README"], "", API.home) == 1
     with store.read(TOOL):
         (server,) = store.get_entities(["api-server"])
         assert (server.project, server.observations) == ("", ("serves the api",))

@@ -19,6 +19,7 @@ was wrong and what to do next, in one sentence or two.
 from __future__ import annotations
 
 __all__ = [
+    "AmbiguousNameError",
     "ConfigError",
     "DanglingRelationError",
     "EntityNotFoundError",
@@ -26,6 +27,7 @@ __all__ = [
     "ImportFormatError",
     "InvalidInputError",
     "MemoryOpenError",
+    "ProjectConflictError",
     "RelationNotFoundError",
     "SchemaVersionError",
     "StorageBusyError",
@@ -65,6 +67,25 @@ class DanglingRelationError(InvalidInputError):
         )
         # The base class builds a message with a prefix; strict-mode users want the plain one.
         self.args = (f"Entity with name {missing[0]} not found. {self.problem[0].upper()}{self.problem[1:]}",)
+
+
+class AmbiguousNameError(InvalidInputError):
+    """Seen across every project at once, a name is an entity in more than one project: a write
+    that names it must say which (nothing was changed)."""
+
+    def __init__(self, field: str, name: str, projects: list[str]) -> None:
+        self.name = name
+        self.projects = projects
+        listed = ", ".join(repr(project or "shared") for project in projects)
+        super().__init__(
+            field,
+            f"{name!r} is an entity in more than one project ({listed}); nothing was changed. Pass `project` "
+            "with the one you mean, or start the server with --project.",
+        )
+
+
+class ProjectConflictError(InvalidInputError):
+    """A write would give a project a name it already sees, or join two projects."""
 
 
 class EntityNotFoundError(GraphmemError):

@@ -37,7 +37,7 @@ def analytics(graph: KnowledgeGraph, thread_id: str | None = None, limit: int = 
     """The metrics for the entities of `thread_id` (every entity when None), `limit` of each."""
     if thread_id is not None:
         graph.check_names("threadId", [thread_id])
-    with graph.store.read():
+    with graph.reading():
         rows = graph.store.analytics(thread_id, limit)
         top = [summary.name for summary in rows.connected]
         neighbours: dict[str, dict[str, None]] = {name: {} for name in top}

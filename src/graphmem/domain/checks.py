@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 from graphmem.core import validation
 from graphmem.core.errors import InvalidInputError
@@ -11,16 +12,27 @@ from graphmem.core.models import (
     Entity,
     Relation,
 )
+from graphmem.core.projects import Scope
 from graphmem.storage.base import Store
 
 
 class Checks:
-    """Refusals of arguments over the limits, which every `KnowledgeGraph` call starts with."""
+    """Refusals of arguments over the limits, which every `KnowledgeGraph` call starts with;
+    and the transactions every call runs in, in the graph's scope."""
 
     store: Store
     strict: bool
     limits: Limits
     author: str | None
+    scope: Scope
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A read transaction of the store in the call's scope (graphmem.core.projects)."""
+        return self.store.read(self.scope) if not self.scope.every else self.store.read()
+
+    def writing(self) -> AbstractContextManager[None]:
+        """A write transaction of the store in the call's scope."""
+        return self.store.write(self.scope) if not self.scope.every else self.store.write()
 
     def _check_text(self, field: str, value: str, max_length: int) -> None:
         if len(value) > max_length:

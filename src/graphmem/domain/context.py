@@ -34,7 +34,7 @@ class ContextInfo:
 def context_info(graph: KnowledgeGraph, names: Sequence[str]) -> ContextInfo:
     """The named entities, their direct neighbours and the relations among them."""
     graph.check_names("entityNames", names)
-    with graph.store.read():
+    with graph.reading():
         # A name given by alias stands for its entity.
         resolved = graph.resolve_names(list(dict.fromkeys(names)))
         given = {resolved.get(name, name): name for name in reversed(names)}
@@ -56,5 +56,7 @@ def context_info(graph: KnowledgeGraph, names: Sequence[str]) -> ContextInfo:
             for relation in graph.store.relations_touching(list(present))
             if relation.from_ in present and relation.to in present
         )
-    ordered = tuple(Entity(e.name, e.entity_type, tuple(context_order(e.observations)), e.extra) for e in entities)
+    ordered = tuple(
+        Entity(e.name, e.entity_type, tuple(context_order(e.observations)), e.extra, e.project) for e in entities
+    )
     return ContextInfo(Graph(ordered, relations), tuple(given[name] for name in wanted if name not in found))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from graphmem.core.limits import Limits
+from graphmem.core.projects import EVERY, Scope
 from graphmem.domain.fusion import Fusion
 from graphmem.domain.meaning import EMBED_BATCH, Meaning, TextEmbedder
 from graphmem.domain.searching import RankedNames, Searches
@@ -54,6 +55,8 @@ class KnowledgeGraph(Writes, Searches):
         self.strict = strict
         self.author: str | None = None
         """Who the calls made now are made by (`authored_by`); None: nobody named."""
+        self.scope: Scope = EVERY
+        """What the calls made now see and where they create (`working_in`; graphmem.core.projects)."""
         self.limits = limits or Limits()
         self._indexed = None
         if embedder is not None:
@@ -74,6 +77,19 @@ class KnowledgeGraph(Writes, Searches):
             yield
         finally:
             self.author = previous
+
+    @contextmanager
+    def working_in(self, scope: Scope) -> Iterator[None]:
+        """Make the calls of the block in `scope`: they see its projects, and create in its home.
+
+        Entered around one tool call as `authored_by` is: a server that serves several
+        projects (one per HTTP client) gives each call its own.
+        """
+        previous, self.scope = self.scope, scope
+        try:
+            yield
+        finally:
+            self.scope = previous
 
     def embed_pending(self, batch: int = EMBED_BATCH) -> int:
         """Embed one batch of the texts waiting for vectors, here and now; how many it took.

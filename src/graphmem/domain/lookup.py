@@ -138,6 +138,6 @@ def query_nodes(
         offset=offset,
         limit=load,
     )
-    with graph.store.read():
+    with graph.reading():
         entities, total = graph.store.query_entities(query)
     return QueryPage(tuple(entities), offset, total)

@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from graphmem.core.errors import EntityNotFoundError, InvalidInputError, RelationNotFoundError
+from graphmem.core.errors import EntityNotFoundError, InvalidInputError, ProjectConflictError, RelationNotFoundError
 from graphmem.core.models import Entity, Relation
+from graphmem.core.projects import SHARED, project_name
 from graphmem.core.timestamps import new_metadata, now_iso, touched
+from graphmem.domain import projects
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.observations import NewObservation, change_observations, new_records, with_records
 
@@ -122,14 +124,17 @@ def update_entities(graph: KnowledgeGraph, updates: Sequence[EntityUpdate]) -> l
         if update.aliases is not None:
             graph.check_names(f"{field}.aliases", update.aliases)
     updated: list[Entity] = []
-    with graph.store.write():
+    with graph.writing():
         for index, update in enumerate(updates):
             field = f"entities[{index}]"
             name = graph.resolve_names([update.name]).get(update.name)
             if name is None:
                 raise EntityNotFoundError(update.name)
             # A JSONL file may hold one name twice; like the official server, act on the first.
-            entity = graph.store.get_entities([name])[0]
+            # Across every project, a name two projects hold must be told apart first.
+            found = graph.store.get_entities([name])
+            projects.refuse_ambiguous_among(found, graph.scope, f"{field}.name")
+            entity = found[0]
             new_name = update.new_name if update.new_name is not None else name
             aliases = list(update.aliases) if update.aliases is not None else list(entity.aliases)
             if new_name != name:
@@ -139,7 +144,9 @@ def update_entities(graph: KnowledgeGraph, updates: Sequence[EntityUpdate]) -> l
             for alias in aliases:
                 _check_free(graph, f"{field}.aliases", alias, owner=name)
             extra = touched(entity.extra, now_iso(), by=graph.author, aliases=_alias_list(aliases))
-            changed = Entity(new_name, update.entity_type or entity.entity_type, entity.observations, extra)
+            changed = Entity(
+                new_name, update.entity_type or entity.entity_type, entity.observations, extra, entity.project
+            )
             graph.store.update_entity(name, changed)
             if new_name != name:
                 _redirect(graph, name, new_name, drop_new_self_loops=False)
@@ -175,7 +182,8 @@ def _redirect(graph: KnowledgeGraph, old: str, new: str, *, drop_new_self_loops:
         if drop_new_self_loops and from_ == to == new and not (was_loop and relation.from_ == new):
             continue
         moved.setdefault(
-            (from_, to, relation.relation_type), Relation(from_, to, relation.relation_type, relation.extra)
+            (from_, to, relation.relation_type),
+            Relation(from_, to, relation.relation_type, relation.extra, relation.project),
         )
     existing = graph.store.existing_relations(list(moved))
     kept = [relation for key, relation in moved.items() if key not in existing]
@@ -192,13 +200,13 @@ def upsert_entities(graph: KnowledgeGraph, entities: Sequence[Entity]) -> list[U
     graph.check_entities(entities)
     results: list[Upserted] = []
     now = now_iso()
-    with graph.store.write():
+    with graph.writing():
         resolved = graph.resolve_names([entity.name for entity in entities])
         for entity in entities:
             name = resolved.get(entity.name)
             contents = list(dict.fromkeys(entity.observations))
             if name is None:
-                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now, graph.author))
+                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now, graph.author), graph.scope.home)
                 new = [NewObservation(content) for content in contents]
                 graph.store.insert_entities([with_records(fresh, *new_records(new, now, graph.author))])
                 resolved[entity.name] = entity.name
@@ -221,7 +229,7 @@ def merge_entities(graph: KnowledgeGraph, source: str, target: str) -> Merged:
     """
     graph.check_names("source", [source])
     graph.check_names("target", [target])
-    with graph.store.write():
+    with graph.writing():
         resolved = graph.resolve_names([source, target])
         for given in (source, target):
             if given not in resolved:
@@ -229,7 +237,16 @@ def merge_entities(graph: KnowledgeGraph, source: str, target: str) -> Merged:
         source_name, target_name = resolved[source], resolved[target]
         if source_name == target_name:
             raise InvalidInputError("source", f"{source!r} and {target!r} are the same entity; nothing to merge.")
-        from_entity, into = (graph.store.get_entities([name])[0] for name in (source_name, target_name))
+        found = graph.store.get_entities([source_name, target_name])
+        projects.refuse_ambiguous_among(found, graph.scope, "source")
+        from_entity, into = (next(e for e in found if e.name == name) for name in (source_name, target_name))
+        if from_entity.project == SHARED and into.project != SHARED:
+            raise ProjectConflictError(
+                "source",
+                f"{source_name!r} is shared and {target_name!r} is in project {project_name(into.project)!r}: merged, "
+                "it would vanish from every other project. Nothing was changed: move it into the project first "
+                "(move_entities), or merge the other way.",
+            )
         moving = [NewObservation(content) for content in dict.fromkeys(from_entity.observations)]
         added = change_observations(graph.store, target_name, moving, (), now_iso(), "source", graph.author).added
         into = graph.store.get_entities([target_name])[0]
@@ -239,7 +256,7 @@ def merge_entities(graph: KnowledgeGraph, source: str, target: str) -> Merged:
         aliases = [*into.aliases, source_name, *from_entity.aliases]
         kept_aliases = _alias_list([alias for alias in aliases if alias != target_name])
         extra = touched(into.extra, now_iso(), by=graph.author, aliases=kept_aliases)
-        merged = Entity(target_name, into.entity_type, into.observations, extra)
+        merged = Entity(target_name, into.entity_type, into.observations, extra, into.project)
         graph.store.update_entity(target_name, merged)
     return Merged(source_name, target_name, len(from_entity.observations), len(added), moved, dropped, merged)
 
@@ -267,7 +284,7 @@ def update_relations(graph: KnowledgeGraph, updates: Sequence[RelationUpdate]) -
             if value is not None:
                 graph.check_names(f"relations[{index}].{argument}", [value])
     changed: list[Relation] = []
-    with graph.store.write():
+    with graph.writing():
         for index, update in enumerate(updates):
             names = [update.from_, update.to, update.new_from or update.from_, update.new_to or update.to]
             resolved = graph.resolve_names(names)
@@ -284,7 +301,7 @@ def update_relations(graph: KnowledgeGraph, updates: Sequence[RelationUpdate]) -
                     "delete this one with delete_relations instead.",
                 )
             graph.store.delete_relations([key])
-            relation = Relation(*new_key, touched(old.extra, now_iso(), by=graph.author))
+            relation = Relation(*new_key, touched(old.extra, now_iso(), by=graph.author), old.project)
             graph.store.insert_relations([relation])
             changed.append(relation)
     return changed
@@ -297,6 +314,6 @@ def compact(graph: KnowledgeGraph) -> Compacted:
     """Give back the disk space deleted data still takes, and report the sizes."""
     before = graph.store.size_on_disk()
     graph.store.compact()
-    with graph.store.read():
+    with graph.reading():
         counts = graph.store.counts()
     return Compacted(before, graph.store.size_on_disk(), counts.entities, counts.relations)

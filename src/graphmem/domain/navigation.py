@@ -74,7 +74,7 @@ def get_entity(graph: KnowledgeGraph, name: str) -> Entity:
         EntityNotFoundError: no entity has that name or alias.
     """
     graph.check_names("name", [name])
-    with graph.store.read():
+    with graph.reading():
         (canonical,) = canonical_names(graph, [name])
         return require_entity(graph, canonical)
 
@@ -82,7 +82,7 @@ def get_entity(graph: KnowledgeGraph, name: str) -> Entity:
 def batch_get(graph: KnowledgeGraph, names: Sequence[str]) -> list[Entity | None]:
     """The entities named (by name or alias), in the order asked; None for a name not found."""
     graph.check_names("names", names)
-    with graph.store.read():
+    with graph.reading():
         canonical = canonical_names(graph, names)
         found = {entity.name: entity for entity in reversed(graph.store.get_entities(list(dict.fromkeys(canonical))))}
     return [found.get(name) for name in canonical]
@@ -95,7 +95,7 @@ def describe(graph: KnowledgeGraph, name: str) -> EntityDescription:
         EntityNotFoundError: no entity has that name or alias.
     """
     graph.check_names("name", [name])
-    with graph.store.read():
+    with graph.reading():
         (canonical,) = canonical_names(graph, [name])
         entity = require_entity(graph, canonical)
         touching = graph.store.relations_touching([canonical])
@@ -132,7 +132,7 @@ def relations_matching(
         if value:
             graph.check_names(field, [value])
     graph.check_page(None, offset, limit)
-    with graph.store.read():
+    with graph.reading():
         ends = [name or None for name in (from_, to)]
         given = [name for name in ends if name is not None]
         resolved = dict(zip(given, canonical_names(graph, given), strict=True))
@@ -152,7 +152,7 @@ def observation_history(graph: KnowledgeGraph, name: str, observation_id: str) -
     """
     graph.check_names("entityName", [name])
     graph.check_names("observationId", [observation_id])
-    with graph.store.read():
+    with graph.reading():
         (canonical,) = canonical_names(graph, [name])
         entity = require_entity(graph, canonical)
     by_id = {record.id: record for record in (*history_of(entity), *records_of(entity))}

@@ -187,7 +187,7 @@ def with_records(entity: Entity, current: Sequence[ObservationRecord], history: 
         extra[_HISTORY] = [{**record._meta(), "content": record.content} for record in history]
     else:
         extra.pop(_HISTORY, None)
-    return Entity(entity.name, entity.entity_type, tuple(record.content for record in current), extra)
+    return Entity(entity.name, entity.entity_type, tuple(record.content for record in current), extra, entity.project)
 
 
 def superseded(record: ObservationRecord, by: str) -> ObservationRecord:
@@ -307,7 +307,7 @@ def plan_observations(
         return PlannedChange(None, (), 0)
     changed = with_records(entity, kept, history)
     return PlannedChange(
-        Entity(name, entity.entity_type, changed.observations, touched(changed.extra, now, by=author)),
+        Entity(name, entity.entity_type, changed.observations, touched(changed.extra, now, by=author), entity.project),
         tuple(added),
         removed,
     )

@@ -36,7 +36,7 @@ class Reads(Checks):
 
     def read_graph(self) -> Graph:
         """The whole graph, in creation order."""
-        with self.store.read():
+        with self.reading():
             return Graph(tuple(self.store.iter_entities()), tuple(self.store.iter_relations()))
 
     def read_page(self, entity_type: str | None, offset: int, limit: int | None) -> GraphPage:
@@ -47,7 +47,7 @@ class Reads(Checks):
         open_nodes or the traversal tools. Without filter or paging, this is read_graph.
         """
         self._check_page(entity_type, offset, limit)
-        with self.store.read():
+        with self.reading():
             if entity_type is None and offset == 0 and limit is None:
                 whole = Graph(tuple(self.store.iter_entities()), tuple(self.store.iter_relations()))
                 return GraphPage(whole, 0, len(whole.entities))
@@ -65,12 +65,16 @@ class Reads(Checks):
         return self.store.time_limit(seconds)
 
     def version(self) -> Hashable | None:
-        """A token equal only while the memory is unchanged; None when the store cannot tell."""
-        return self.store.version()
+        """A token equal only while the memory is unchanged and the calls see the same projects;
+        None when the store cannot tell. What an answer is kept under."""
+        version = self.store.version()
+        if version is None or self.scope.every:
+            return version
+        return (version, self.scope.project)
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         """The whole graph in the official wire form, or None when it holds more than `at_most` entities."""
-        with self.store.read():
+        with self.reading():
             return self.store.official_graph(at_most)
 
     def read_head(self, limit: int) -> GraphPage:
@@ -80,7 +84,7 @@ class Reads(Checks):
         When the graph has no more entities than that, this is exactly read_graph
         (relations between entities that do not exist included).
         """
-        with self.store.read():
+        with self.reading():
             entities, total = self.store.page_entities(None, 0, limit)
             if total <= limit:
                 return GraphPage(Graph(tuple(entities), tuple(self.store.iter_relations())), 0, total)
@@ -96,7 +100,7 @@ class Reads(Checks):
         With `count_relations` False every relation count is 0 (a names-only listing skips the query).
         """
         self._check_page(entity_type, offset, limit)
-        with self.store.read():
+        with self.reading():
             entities, total = self.store.page_entities(entity_type, offset, limit)
             degree: dict[str, int] = {}
             touching = self.store.relations_touching([e.name for e in entities]) if count_relations else []
@@ -120,12 +124,12 @@ class Reads(Checks):
     def open_nodes(self, names: Sequence[str]) -> Graph:
         """The named entities (exact names) and every relation touching one of them."""
         self._check_names("names", names)
-        with self.store.read():
+        with self.reading():
             resolved = self.resolve_names(distinct(names))
             entities = self.store.get_entities(distinct(resolved.get(name, name) for name in names))
             relations = self.store.relations_touching([entity.name for entity in entities])
         return Graph(tuple(entities), tuple(relations))
 
     def counts(self) -> StoreCounts:
-        with self.store.read():
+        with self.reading():
             return self.store.counts()

@@ -126,7 +126,7 @@ def save_memory(graph: KnowledgeGraph, drafts: Sequence[EntityDraft], thread_id:
     """Validate every entity, observation and relation, then save them all in one transaction."""
     advice = [validation.advise_entity_type(draft.entity_type) for draft in drafts]
     warnings = [warning for item in advice for warning in item.warnings]
-    with graph.store.write():
+    with graph.writing():
         in_request = {draft.name for draft in drafts}
         targets = [relation.target_entity for draft in drafts for relation in draft.relations]
         resolved = graph.resolve_names([*in_request, *targets])
@@ -251,7 +251,7 @@ def _write(
         if existing is None:
             extra = {**new_metadata(now, graph.author), "threadId": thread_id, "confidence": draft.confidence}
             extra["importance"] = draft.importance
-            new_entity = Entity(draft.name, item.entity_type, (), extra)
+            new_entity = Entity(draft.name, item.entity_type, (), extra, graph.scope.home)
             graph.store.insert_entities([with_records(new_entity, *new_records(facts, now, graph.author))])
             resolved[draft.name] = draft.name
             created += 1
@@ -265,7 +265,9 @@ def _write(
             extra = {**(entity.extra or {}), "threadId": thread_id, "importance": draft.importance}
         else:
             extra = touched(entity.extra, now, by=graph.author, threadId=thread_id, importance=draft.importance)
-        graph.store.update_entity(existing, Entity(existing, entity.entity_type, entity.observations, extra))
+        graph.store.update_entity(
+            existing, Entity(existing, entity.entity_type, entity.observations, extra, entity.project)
+        )
         updated += 1
         added_total += len(change.added)
         saved.append(existing)
@@ -278,7 +280,7 @@ def _write(
                 (name, target, relation.relation_type), Relation(name, target, relation.relation_type, extra)
             )
     existing_keys = graph.store.existing_relations(list(relations))
-    fresh = [relation for key, relation in relations.items() if key not in existing_keys]
+    fresh = graph.in_their_projects([relation for key, relation in relations.items() if key not in existing_keys])
     graph.store.insert_relations(fresh)
     return SaveOutcome(
         entities_created=created,

@@ -113,7 +113,7 @@ class Searches(Reads):
         and `limit`), so a caller that cannot show them all knows how many it left out
         without loading them.
         """
-        with self.store.read():  # one snapshot for the ranking and the entities
+        with self.reading():  # one snapshot for the ranking and the entities
             ranked = self.rank_search(
                 query, entity_type=entity_type, limit=limit, offset=offset, named_at_most=load_at_most, mode=mode
             )
@@ -157,7 +157,7 @@ class Searches(Reads):
         if mode == "semantic":
             query_vectors = self.meaning.query_vectors(queries, required=True)
             assert query_vectors is not None
-            with self.store.read():
+            with self.reading():
                 near = self._nearest(query_vectors, entity_type, (offset + limit) if limit else None)
                 partly = self._vectors().any_waiting()
             if not meaning_counts(near, self.meaning.knows_a_word(queries), self.fusion):
@@ -172,7 +172,7 @@ class Searches(Reads):
         self, queries: Sequence[str], entity_type: str | None, limit: int | None, offset: int, named_at_most: int | None
     ) -> RankedNames:
         plan = search.word_search(queries, entity_type=entity_type, limit=limit, offset=offset)
-        with self.store.read():
+        with self.reading():
             # The store ranks and cuts, so only the entities answered are named.
             result = self.store.search_entities(replace(plan, named_at_most=named_at_most))
         return RankedNames(tuple(hit.name for hit in result.hits), result.total, result.more)
@@ -210,7 +210,7 @@ class Searches(Reads):
         # The query is embedded beside the word search, outside any snapshot: the model's
         # time holds no lock.
         embedding = self.meaning.query_vectors_soon(queries)
-        with self.store.read():
+        with self.reading():
             words = self.store.search_entities(plan)
         if limit is not None and sum(hit.official for hit in words.hits) >= offset + limit:
             # Whole-query matches fill the page (a name, a common word): meaning could only
@@ -220,7 +220,7 @@ class Searches(Reads):
         query_vectors = embedding.result()
         if query_vectors is None:
             return self._lexical(queries, entity_type, limit, offset, named_at_most)
-        with self.store.read():
+        with self.reading():
             near = self._nearest(query_vectors, entity_type, None if limit is None else offset + limit)
             counts = bool(near) and meaning_counts(near, self.meaning.knows_a_word(queries), self.fusion)
             # What still waits is ranked by its words alone (see fusion.py); usually nothing does.
@@ -269,7 +269,7 @@ class Searches(Reads):
     def load_ranked(self, names: Sequence[str]) -> Graph:
         """The named entities in the order given, and every relation touching them (for an
         answer: without the relations' extra keys)."""
-        with self.store.read():
+        with self.reading():
             entities = self.store.get_entities(names)
             # A JSONL file may hold two entities under one name; the official search returns both.
             by_name: dict[str, list[Entity]] = {}

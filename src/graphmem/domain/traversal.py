@@ -143,7 +143,7 @@ def neighbourhood(
     _check_depth("depth", depth, max_depth)
     if relation_type is not None:
         graph.check_names("relationType", [relation_type])
-    with graph.store.read():
+    with graph.reading():
         seeds = list(dict.fromkeys(canonical_names(graph, names)))
         present = graph.store.existing_names(seeds)
         for seed in seeds:
@@ -225,7 +225,7 @@ def subgraph(
     """
     graph.check_names("names", names)
     _check_depth("depth", depth, max_depth)
-    with graph.store.read():
+    with graph.reading():
         canonical = canonical_names(graph, names)
         present = graph.store.existing_names(canonical)
         found_seeds = list(dict.fromkeys(name for name in canonical if name in present))
@@ -274,7 +274,7 @@ def shortest_path(graph: KnowledgeGraph, start: str, end: str, max_depth: int, *
         EntityNotFoundError: an endpoint is not an entity.
     """
     _check_path_arguments(graph, start, end, max_depth, most_depth)
-    with graph.store.read():
+    with graph.reading():
         start, end = _path_ends(graph, start, end)
         if start == end:
             return ShortestPath((start,), (), None)
@@ -354,7 +354,7 @@ def all_paths(
     _check_path_arguments(graph, start, end, max_depth, most_depth)
     if max_paths < 1:
         raise InvalidInputError("maxPaths", f"is {max_paths}; give 1 or more.")
-    with graph.store.read():
+    with graph.reading():
         start, end = _path_ends(graph, start, end)
         if start == end:
             return PathsFound((((start,), ()),), None)

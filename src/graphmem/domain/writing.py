@@ -8,7 +8,7 @@ on delete, add_observations on a missing entity fails whole) and what graphmem a
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from graphmem.core.errors import DanglingRelationError, EntityNotFoundError
@@ -21,6 +21,7 @@ from graphmem.core.models import (
     Relation,
 )
 from graphmem.core.timestamps import new_metadata, now_iso
+from graphmem.domain import projects
 from graphmem.domain.observations import (
     NewObservation,
     change_observations,
@@ -59,7 +60,11 @@ class Writes(Reads):
         """Create the entities whose names are new; skip (and report) the others."""
         self._check_entities(entities)
         now = now_iso()
-        with self.store.write():
+        # New entities go to the project the call works in (the shared space across every project).
+        home = self.scope.home
+        with self.writing():
+            # Seen across every project, a name held by any project exists: a shared name must
+            # stay one entity everywhere (graphmem.core.projects).
             existing = self.store.existing_names([entity.name for entity in entities])
             created: list[Entity] = []
             skipped: list[str] = []
@@ -78,9 +83,11 @@ class Writes(Reads):
                 # An archived fact starts with a bracketed prefix: most facts have no bracket at all.
                 plain = not any(is_archived(content) for content in contents if "[" in content)
                 if plain and len(contents) in shared:
-                    created.append(Entity(entity.name, entity.entity_type, tuple(contents), shared[len(contents)]))
+                    created.append(
+                        Entity(entity.name, entity.entity_type, tuple(contents), shared[len(contents)], home)
+                    )
                     continue
-                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now, self.author))
+                fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now, self.author), home)
                 new = [NewObservation(content) for content in contents]
                 made = with_records(fresh, *new_records(new, now, self.author))
                 if plain:
@@ -96,7 +103,7 @@ class Writes(Reads):
             DanglingRelationError: in strict mode, when an endpoint is missing (nothing saved).
         """
         self._check_relations("relations", relations)
-        with self.store.write():
+        with self.writing():
             # An endpoint given by alias is stored under its entity's name.
             resolved = self.resolve_names(
                 distinct(name for relation in relations for name in (relation.from_, relation.to))
@@ -114,13 +121,33 @@ class Writes(Reads):
                 )
             )
             existing = self.store.existing_relations([relation.key for relation in unique])
-            created = [relation for relation in unique if relation.key not in existing]
+            created = self.in_their_projects([relation for relation in unique if relation.key not in existing])
             endpoints = distinct(name for relation in created for name in (relation.from_, relation.to))
             missing = [name for name in endpoints if name not in resolved]
             if missing and self.strict:
                 raise DanglingRelationError(missing)
             self.store.insert_relations(created)
         return CreatedRelations(tuple(created), tuple(missing))
+
+    def in_their_projects(self, relations: list[Relation]) -> list[Relation]:
+        """The new relations, each given the project it goes to (`projects.relation_home`)."""
+        if not relations:
+            return relations
+        if not self.scope.every:
+            return [replace(relation, project=self.scope.home) for relation in relations]
+        names = distinct(name for relation in relations for name in (relation.from_, relation.to))
+        found = self.store.get_entities(names)
+        projects.refuse_ambiguous_among(found, self.scope, "relations")
+        by_name = {entity.name: entity for entity in found}
+        return [
+            replace(
+                relation,
+                project=projects.relation_home(
+                    self.scope, [by_name[name] for name in (relation.from_, relation.to) if name in by_name]
+                ),
+            )
+            for relation in relations
+        ]
 
     def add_observations(self, additions: Sequence[ObservationAddition]) -> list[AddedObservations]:
         """Append observations each entity does not have yet.
@@ -134,14 +161,16 @@ class Writes(Reads):
             self._check_observations(f"observations[{index}].contents", addition.contents)
         results: list[AddedObservations] = []
         now = now_iso()
-        with self.store.write():
+        with self.writing():
             # The batch may name one entity twice: later items see what earlier ones added.
             resolved = self.resolve_names(distinct(addition.entity_name for addition in additions))
             # Every change is planned first on entities read in one go, then written in a
             # few statements for the whole batch (issue 17, item 2): appending entity by
             # entity cost a statement, and a full-text index segment, per entity.
             before: dict[str, Entity] = {}
-            for entity in self.store.get_entities(distinct(resolved.values())):
+            found = self.store.get_entities(distinct(resolved.values()))
+            projects.refuse_ambiguous_among(found, self.scope, "observations")
+            for entity in found:
                 before.setdefault(entity.name, entity)  # a JSONL file may repeat a name: the first counts
             after = dict(before)
             for index, addition in enumerate(additions):
@@ -174,7 +203,8 @@ class Writes(Reads):
         """Delete entities with every relation that touches them; unknown names are ignored."""
         self._check_names("entityNames", names)
         unique = distinct(names)
-        with self.store.write():
+        with self.writing():
+            projects.refuse_ambiguous(self.store, self.scope, "entityNames", unique)
             present = self.store.existing_names(unique)
             # Relations touching a name are deleted even when the entity never existed,
             # as the official server does for dangling relations.
@@ -190,8 +220,9 @@ class Writes(Reads):
             self._check_observations(f"deletions[{index}].observations", deletion.observations)
         requested = deleted = 0
         missing: list[str] = []
-        with self.store.write():
+        with self.writing():
             resolved = self.resolve_names(distinct(deletion.entity_name for deletion in deletions))
+            projects.refuse_ambiguous(self.store, self.scope, "deletions", distinct(resolved.values()))
             now = now_iso()
             for index, deletion in enumerate(deletions):
                 contents = distinct(deletion.observations)
@@ -209,7 +240,7 @@ class Writes(Reads):
         """Delete relations that match exactly; the rest are ignored."""
         self._check_relations("relations", relations)
         keys = _unique_keys(relations)
-        with self.store.write():
+        with self.writing():
             deleted = self.store.delete_relations(keys)
         return DeleteOutcome(len(keys), deleted)
 
@@ -223,7 +254,7 @@ class Writes(Reads):
             how many entities and relations were new.
         """
         new_entities = new_relations = 0
-        with self.store.write():
+        with self.writing():
             for chunk in _chunks(entities, 1000):
                 by_name: dict[str, Entity] = {}
                 extra: dict[str, list[str]] = {}
@@ -234,9 +265,16 @@ class Writes(Reads):
                         by_name[entity.name] = entity
                 existing = self.store.existing_names(list(by_name))
                 # Archived facts are kept but not shown, from the moment they arrive.
+                # An entity from a file keeps the project it names; otherwise it goes to the scope's.
                 fresh = [
                     without_archived(
-                        Entity(entity.name, entity.entity_type, tuple(distinct(entity.observations)), entity.extra)
+                        Entity(
+                            entity.name,
+                            entity.entity_type,
+                            tuple(distinct(entity.observations)),
+                            entity.extra,
+                            entity.project or self.scope.home,
+                        )
                     )
                     for name, entity in by_name.items()
                     if name not in existing
@@ -252,7 +290,11 @@ class Writes(Reads):
             for relation_chunk in _chunks(relations, 1000):
                 unique = list(_first_per_key(relation_chunk))
                 existing_keys = self.store.existing_relations([relation.key for relation in unique])
-                fresh_relations = [relation for relation in unique if relation.key not in existing_keys]
+                fresh_relations = [
+                    relation if relation.project else replace(relation, project=self.scope.home)
+                    for relation in unique
+                    if relation.key not in existing_keys
+                ]
                 self.store.insert_relations(fresh_relations)
                 new_relations += len(fresh_relations)
         return new_entities, new_relations

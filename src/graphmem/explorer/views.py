@@ -83,7 +83,7 @@ def _type_counts(pairs: list[tuple[str, int]]) -> tuple[list[dict[str, Any]], in
 
 def overview(graph: KnowledgeGraph) -> dict[str, Any]:
     """The memory at a glance: its counts, its commonest types, and its most connected entities."""
-    with graph.store.read():
+    with graph.reading():
         counts = session_counts(graph)
         entity_types, more_entity_types = _type_counts(graph.store.entity_type_counts())
         relation_types, more_relation_types = _type_counts(graph.store.relation_type_counts())
@@ -111,7 +111,7 @@ def entities_of_type(graph: KnowledgeGraph, entity_type: str, offset: int, limit
     """A page of one type's entities, most connected first, with the relations among them."""
     graph.check_names("type", [entity_type])
     _check_page(offset, limit)
-    with graph.store.read():
+    with graph.reading():
         total = dict(graph.store.entity_type_counts()).get(entity_type, 0)
         page = graph.store.most_connected(entity_type, offset, limit)
         relations = _relations_among(graph, (summary.name for summary in page))
@@ -145,7 +145,7 @@ def search(graph: KnowledgeGraph, query: str, entity_type: str | None, limit: in
     page = graph.search_page(query, entity_type=entity_type, limit=limit + 1)
     entities = page.graph.entities
     terms = query_terms(query)
-    with graph.store.read():
+    with graph.reading():
         degrees = _degrees(graph, [entity.name for entity in entities[:limit]])
     results = [
         {
@@ -191,7 +191,7 @@ def entity_detail(graph: KnowledgeGraph, name: str) -> dict[str, Any]:
     Raises:
         EntityNotFoundError: no entity has that name or alias.
     """
-    with graph.store.read():
+    with graph.reading():
         entity = get_entity(graph, name)
         _, outgoing = graph.store.find_relations(entity.name, None, None, 0, 0)
         _, incoming = graph.store.find_relations(None, entity.name, None, 0, 0)
@@ -234,7 +234,7 @@ def neighbours(graph: KnowledgeGraph, name: str, relation_type: str | None, offs
     _check_page(offset, limit)
     if relation_type is not None:
         graph.check_names("relationType", [relation_type])
-    with graph.store.read():
+    with graph.reading():
         name = get_entity(graph, name).name
         outgoing, out_total = graph.store.find_relations(name, None, relation_type, offset, limit)
         in_offset = max(0, offset - out_total)
@@ -271,7 +271,7 @@ def path_between(graph: KnowledgeGraph, start: str, end: str) -> dict[str, Any]:
         EntityNotFoundError: either end is not an entity.
     """
     found = shortest_path(graph, start, end, PATH_DEPTH, most_depth=PATH_DEPTH)
-    with graph.store.read():
+    with graph.reading():
         known = {entity.name: entity for entity in graph.store.get_entities(list(found.names))}
         degrees = _degrees(graph, list(found.names))
     cards = [

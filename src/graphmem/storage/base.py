@@ -340,15 +340,16 @@ class Store(Protocol):
 
     # -- projects ---------------------------------------------------------------------------
 
-    def move_entities(self, names: Sequence[str], project: str) -> int:
-        """Give the named entities the scope sees (with their observations) to `project`;
-        returns how many moved. Their relations stay where they are (the domain moves those
-        it decides to, with `move_relations`). The names are known to be free in `project`."""
+    def move_entities(self, names: Sequence[str], source: str, target: str) -> int:
+        """Give the entities of project `source` with these names (with their observations) to
+        project `target`, whatever the scope; returns how many moved. Their relations stay where
+        they are (the domain moves those it decides to, with `move_relations`). The domain has
+        made sure the names are free in `target`."""
         ...
 
-    def move_relations(self, keys: Sequence[tuple[str, str, str]], project: str) -> int:
-        """Give the relations with these keys that the scope sees to `project`; returns how many
-        moved. The keys are known to be free in `project`."""
+    def move_relations(self, keys: Sequence[tuple[str, str, str]], source: str, target: str) -> int:
+        """Give the relations of project `source` with these keys to project `target`, whatever
+        the scope; returns how many moved. The keys are known to be free in `target`."""
         ...
 
     def project_counts(self) -> list[ProjectCounts]:

@@ -126,19 +126,19 @@ def _type_list(ctx: ToolContext, counts: list[tuple[str, int]], what: str) -> To
 
 
 def list_entity_types(ctx: ToolContext, args: _NoArgs) -> ToolOutput:
-    with ctx.graph.store.read():
+    with ctx.graph.reading():
         counts = ctx.graph.store.entity_type_counts()
     return _type_list(ctx, counts, "entity types")
 
 
 def list_relation_types(ctx: ToolContext, args: _NoArgs) -> ToolOutput:
-    with ctx.graph.store.read():
+    with ctx.graph.reading():
         counts = ctx.graph.store.relation_type_counts()
     return _type_list(ctx, counts, "relation types")
 
 
 def graph_stats(ctx: ToolContext, args: _NoArgs) -> ToolOutput:
-    with ctx.graph.store.read():
+    with ctx.graph.reading():
         counts = ctx.graph.store.counts()
         entity_types = len(ctx.graph.store.entity_type_counts())
         relation_types = len(ctx.graph.store.relation_type_counts())

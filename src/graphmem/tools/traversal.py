@@ -64,7 +64,7 @@ def get_neighbors(ctx: ToolContext, args: _NeighboursArgs) -> ToolOutput:
     # Fetch no more entities than the budget could show, nearest first.
     load = most_that_fit(ctx.response_budget, SMALLEST_ENTITY)
     names = list(found.names if load is None else found.names[:load])
-    with ctx.graph.store.read():
+    with ctx.graph.reading():
         entities = {entity.name: entity for entity in reversed(ctx.graph.store.get_entities(names))}
     ordered = tuple(entities[name] for name in names if name in entities)
     notes: list[str] = []

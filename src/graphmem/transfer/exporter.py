@@ -102,7 +102,7 @@ def export_graph(
             raise StreamError(error) from error
 
     try:
-        with graph.store.read():
+        with graph.reading():
             entity_iter, relation_iter = graph.iter_graph()
             counted_entities, counted_relations = counted(entity_iter, 0), counted(relation_iter, 1)
             pieces = _WRITERS[fmt](counted_entities, counted_relations)

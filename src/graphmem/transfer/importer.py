@@ -360,7 +360,7 @@ def import_stream(
             line_no = data.count(b"\n", 0, exc.start) + 1
             raise InvalidInputError("FILE", f"Line {line_no}: not valid UTF-8; nothing was imported.") from None
     try:
-        with graph.store.write():
+        with graph.writing():
             before = graph.store.counts()
             with graph.store.bulk_insert():
                 loader = _Loader(graph, report, say)

@@ -210,20 +210,19 @@ class _Writes(_Reads):
 
     # -- projects ---------------------------------------------------------------------------
 
-    def move_entities(self, names: Sequence[str], project: str) -> int:
+    def move_entities(self, names: Sequence[str], source: str, target: str) -> int:
         names_json = texts_json(names)
         cursor = self._conn.execute(
-            f"UPDATE entities SET project = ? WHERE name IN ({texts_in(names_json, '?2')})"
-            f"{and_visible(self._scope, 'project')}",
-            (project, names_json),
+            f"UPDATE entities SET project = ?1 WHERE name IN ({texts_in(names_json, '?2')}) AND project = ?3",
+            (target, names_json, source),
         )
         return cursor.rowcount
 
-    def move_relations(self, keys: Sequence[tuple[str, str, str]], project: str) -> int:
+    def move_relations(self, keys: Sequence[tuple[str, str, str]], source: str, target: str) -> int:
         cursor = self._conn.executemany(
-            "UPDATE relations SET project = ? WHERE from_name = ? AND to_name = ? AND relation_type = ?"
-            f"{and_visible(self._scope, 'project')}",
-            [(project, *key) for key in keys],
+            "UPDATE relations SET project = ?"
+            " WHERE from_name = ? AND to_name = ? AND relation_type = ? AND project = ?",
+            [(target, *key, source) for key in keys],
         )
         return cursor.rowcount
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphmem.core.projects import project_name
+
 __all__ = [
     "AddedObservations",
     "DeleteOutcome",
@@ -76,12 +78,26 @@ class Graph:
 
     entities: tuple[Entity, ...] = ()
     relations: tuple[Relation, ...] = ()
+    labelled: bool = field(default=False, compare=False)
+    """Read across every project: the wire form says each entity's and relation's project when
+    they come from more than one (the official shape otherwise)."""
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "entities": [entity.to_wire() for entity in self.entities],
             "relations": [relation.to_wire() for relation in self.relations],
         }
+        shown = {entity.project for entity in self.entities} | {relation.project for relation in self.relations}
+        if self.labelled and len(shown) > 1:
+            # Lists beside the official ones, item for item: each entity keeps its official shape.
+            wire["projects"] = [_project_label(entity.project) for entity in self.entities]
+            wire["relationProjects"] = [_project_label(relation.project) for relation in self.relations]
+        return wire
+
+
+def _project_label(project: str) -> str:
+    """A project key as an answer shows it: its short name, "shared" for the shared space."""
+    return project_name(project)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from graphmem.core.errors import InvalidInputError
 from graphmem.core.limits import Limits
 from graphmem.core.models import (
     Entity,
+    Graph,
     Relation,
 )
 from graphmem.core.projects import Scope
@@ -29,6 +30,10 @@ class Checks:
     def reading(self) -> AbstractContextManager[None]:
         """A read transaction of the store in the call's scope (graphmem.core.projects)."""
         return self.store.read(self.scope) if not self.scope.every else self.store.read()
+
+    def graph_of(self, entities: tuple[Entity, ...], relations: tuple[Relation, ...]) -> Graph:
+        """A graph read in the call's scope: labelled with projects when read across every one."""
+        return Graph(entities, relations, self.scope.every)
 
     def writing(self) -> AbstractContextManager[None]:
         """A write transaction of the store in the call's scope."""

@@ -59,4 +59,4 @@ def context_info(graph: KnowledgeGraph, names: Sequence[str]) -> ContextInfo:
     ordered = tuple(
         Entity(e.name, e.entity_type, tuple(context_order(e.observations)), e.extra, e.project) for e in entities
     )
-    return ContextInfo(Graph(ordered, relations), tuple(given[name] for name in wanted if name not in found))
+    return ContextInfo(graph.graph_of(ordered, relations), tuple(given[name] for name in wanted if name not in found))

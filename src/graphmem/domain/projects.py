@@ -18,13 +18,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from graphmem.core.errors import AmbiguousNameError, ProjectConflictError
+from graphmem.core.errors import AmbiguousNameError, InvalidInputError, ProjectConflictError
 from graphmem.core.models import Entity
-from graphmem.core.projects import SHARED, Scope, project_name
+from graphmem.core.projects import ALL_PROJECTS, EVERY, SHARED, SHARED_NAME, Scope, project_name
 from graphmem.storage.base import ProjectCounts, Store
 
 if TYPE_CHECKING:
     from graphmem.domain.graph import KnowledgeGraph
+
+MAX_PROJECT_KEY = 300
+"""The longest project key a call may give (a remote URL, a path)."""
 
 __all__ = [
     "MovedEntities",
@@ -35,7 +38,63 @@ __all__ = [
     "refuse_ambiguous",
     "refuse_ambiguous_among",
     "relation_home",
+    "scope_named",
+    "target_named",
 ]
+
+
+def target_named(graph: KnowledgeGraph, given: str | None) -> str:
+    """The project key entities move to: the graph's own project when `given` is None, "" for
+    "shared", a known project by key or short name, else `given` itself as a new project's key.
+
+    Raises:
+        InvalidInputError: "*", an empty or too long name, or a name several projects share.
+    """
+    if given is None:
+        if graph.scope.project is None:
+            raise InvalidInputError("to", 'says nothing and this server has no project; name one, or "shared".')
+        return graph.scope.project
+    wanted = given.strip()
+    if wanted.lower() == SHARED_NAME:
+        return SHARED
+    if not wanted or wanted == ALL_PROJECTS or len(wanted) > MAX_PROJECT_KEY or not wanted.isprintable():
+        raise InvalidInputError("to", f"{given!r} is not a project; give a name of 1 to {MAX_PROJECT_KEY} characters.")
+    try:
+        return scope_named(graph, wanted).project or SHARED
+    except InvalidInputError as unknown:
+        if "is the name of" in unknown.problem:
+            raise
+        return wanted
+
+
+def scope_named(graph: KnowledgeGraph, given: str) -> Scope:
+    """The scope a call's `project` argument asks for: "*" every project, "shared" the shared
+    space alone, else the project whose key or short name it is (a key wins over a name).
+
+    Raises:
+        InvalidInputError: no project has that key or name, or several have that name.
+    """
+    wanted = given.strip()
+    if wanted == ALL_PROJECTS:
+        return EVERY
+    if wanted.lower() == SHARED_NAME:
+        return Scope(SHARED)
+    with graph.store.read():
+        known = [counts.project for counts in graph.store.project_counts() if counts.project != SHARED]
+    if wanted in known or wanted == graph.scope.project:
+        return Scope(wanted)
+    named = [project for project in known if project_name(project) == wanted]
+    if len(named) == 1:
+        return Scope(named[0])
+    if named:
+        raise InvalidInputError(
+            "project", f"{wanted!r} is the name of {len(named)} projects ({', '.join(named)}); give the whole one."
+        )
+    listed = ", ".join(sorted({project_name(project) for project in known})) or "none yet"
+    raise InvalidInputError(
+        "project",
+        f'no project is named {wanted!r} (projects: {listed}); give one of them, "shared", or "*" for all.',
+    )
 
 
 def move(graph: KnowledgeGraph, names: Sequence[str], target: str) -> MovedEntities:

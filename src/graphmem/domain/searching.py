@@ -278,7 +278,7 @@ class Searches(Reads):
             ranked = tuple(entity for name in names for entity in by_name.get(name, ()))
             # Keys, not whole relations: an answer never shows a relation's extra keys.
             relations = tuple(Relation(*key) for key in self.store.relation_keys_touching(names))
-        return Graph(ranked, relations)
+        return self.graph_of(ranked, relations)
 
 
 def _page(hits: Sequence[FusedHit], limit: int | None, offset: int, named_at_most: int | None) -> RankedNames:

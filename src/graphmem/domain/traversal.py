@@ -241,7 +241,7 @@ def subgraph(
             Relation(*key) for key in graph.store.relation_keys_touching(shown) if key[0] in inside and key[1] in inside
         )
     ordered = tuple(entities[name] for name in shown if name in entities)
-    return Subgraph(Graph(ordered, relations), not_found, reached.bound, len(everyone) - len(shown))
+    return Subgraph(graph.graph_of(ordered, relations), not_found, reached.bound, len(everyone) - len(shown))
 
 
 def _check_path_arguments(graph: KnowledgeGraph, start: str, end: str, max_depth: int, most_depth: int) -> None:

@@ -27,6 +27,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from graphmem._version import __version__
 from graphmem.config import Settings
+from graphmem.core.projects import EVERY, Scope
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.embedding import load_embedder
 from graphmem.server import notices, resource_handlers
@@ -102,6 +103,7 @@ def build_server(
             state = AppState(
                 ToolContext(graph, settings.response_budget, settings.search_budget),
                 StoreAccess(opened, inline=one_client),
+                scope=EVERY if settings.project is None else Scope(settings.project.id),
                 call_time_limit=settings.call_time_limit,
                 bus=bus,
                 notices_on_request_streams=not json_answers,

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from mcp.server.connection import Connection
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
+from graphmem.core.projects import EVERY, Scope
 from graphmem.server.client_log import LogRelay
 from graphmem.server.store_access import StoreAccess
 from graphmem.tools import ToolContext
@@ -44,6 +45,8 @@ class AppState:
     notices_on_request_streams: bool = True
     """A caller's own notices go on its request's stream, ahead of the answer; False where an
     answer is one JSON body that carries none (HTTP with JSON answers): on its session's stream."""
+    scope: Scope = EVERY
+    """The projects the calls see unless a call names its own (`--project`; graphmem.core.projects)."""
     call_time_limit: float = 0.0
     """Seconds a tool call may run before the store stops it and rolls it back; 0: no limit."""
     answers: AnswerCache = field(default_factory=AnswerCache)

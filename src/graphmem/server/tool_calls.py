@@ -21,6 +21,7 @@ from graphmem.core.errors import (
     TimeLimitError,
 )
 from graphmem.core.identity import Identity
+from graphmem.domain import projects
 from graphmem.server.access import read_only_refusal
 from graphmem.server.state import AppState
 from graphmem.tools import ToolOutput, ToolSpec
@@ -66,13 +67,30 @@ def format_validation_error(tool: str, error: ValidationError) -> str:
     )
 
 
-def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, author: str | None) -> ToolOutput:
+def _run_within_limit(
+    state: AppState, spec: ToolSpec, arguments: Any, author: str | None, project: str | None
+) -> ToolOutput:
     """Run a tool where the store's calls run (`AppState.run`), stopped and rolled back past
-    the call time limit, its changes recorded as made by `author`; a reusable read may be
-    answered from the answers kept."""
+    the call time limit, its changes recorded as made by `author`, in the server's project or
+    the one the call's `project` names; a reusable read may be answered from the answers kept."""
     graph = state.tools.graph
-    with graph.time_limit(state.call_time_limit if spec.time_limited else 0), graph.authored_by(author):
+    with graph.working_in(state.scope):
+        scope = state.scope if project is None else projects.scope_named(graph, project)
+    with (
+        graph.time_limit(state.call_time_limit if spec.time_limited else 0),
+        graph.authored_by(author),
+        graph.working_in(scope),
+    ):
         return state.answers.run(spec, state.tools, arguments)
+
+
+def _project_argument(arguments: Any) -> tuple[Any, str | None]:
+    """The call's arguments without `project`, which any tool takes (the scope of this one call,
+    graphmem.core.projects), and its value; a `project` that is not text is left to the tool."""
+    if isinstance(arguments, dict) and isinstance(arguments.get("project"), str):
+        rest = {key: value for key, value in arguments.items() if key != "project"}
+        return rest, arguments["project"]
+    return arguments, None
 
 
 async def run_tool_call(
@@ -88,13 +106,14 @@ async def run_tool_call(
     refusal = read_only_refusal(identity, spec.name, read_only)
     if refusal is not None:
         return Refusal(refusal, "read_only")
+    arguments, project = _project_argument(arguments)
     try:
         parsed = spec.arguments.model_validate(arguments or {})
     except ValidationError as error:
         return Refusal(format_validation_error(spec.name, error), "invalid")
     author = identity.name if identity is not None else None
     try:
-        return await state.run(_run_within_limit, state, spec, parsed, author, writes=not read_only)
+        return await state.run(_run_within_limit, state, spec, parsed, author, project, writes=not read_only)
     except GraphmemError as error:
         return Refusal(str(error), refusal_kind(error))
     except Exception as error:

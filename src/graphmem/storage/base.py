@@ -352,6 +352,11 @@ class Store(Protocol):
         the scope; returns how many moved. The keys are known to be free in `target`."""
         ...
 
+    def holds_projects(self) -> bool:
+        """Whether any entity or relation belongs to a project (not the shared space), whatever
+        the scope; answered from an index (a memory without projects answers as before them)."""
+        ...
+
     def project_counts(self) -> list[ProjectCounts]:
         """Each project the scope sees that holds an entity or a relation, with its counts, in
         the order of their keys (the shared space, "", first)."""

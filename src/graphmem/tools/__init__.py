@@ -11,6 +11,7 @@ from graphmem.tools.export import EXPORT_TOOLS
 from graphmem.tools.maintenance import MAINTENANCE_TOOLS
 from graphmem.tools.navigation import NAVIGATION_TOOLS
 from graphmem.tools.official import OFFICIAL_TOOLS
+from graphmem.tools.projects import PROJECT_TOOLS
 from graphmem.tools.quality import QUALITY_TOOLS
 from graphmem.tools.query import QUERY_TOOLS
 from graphmem.tools.traversal import TRAVERSAL_TOOLS
@@ -25,6 +26,7 @@ ALL_TOOLS: tuple[ToolSpec, ...] = (
     + TRAVERSAL_TOOLS
     + MAINTENANCE_TOOLS
     + EXPORT_TOOLS
+    + PROJECT_TOOLS
 )
 
 __all__ = ["ALL_TOOLS", "OFFICIAL_TOOLS", "ToolContext", "ToolOutput", "ToolSpec", "dump_json"]

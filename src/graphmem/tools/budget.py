@@ -163,7 +163,7 @@ def fit_graph(graph: Graph, budget_tokens: int) -> Fitted:
         # whole-graph read holds, come along unmeasured).
         return Fitted(graph, total, 0)
     relations = tuple(graph.relations[index] for index in sorted(kept_relations))
-    return Fitted(Graph(graph.entities[:kept], relations), total, total - kept)
+    return Fitted(Graph(graph.entities[:kept], relations, graph.labelled), total, total - kept)
 
 
 # Rough sizes in an answer's text, for a first guess only: an entity's frame and name, an

@@ -43,7 +43,9 @@ def export_graph(ctx: ToolContext, args: _ExportArgs) -> ToolOutput:
         # A cut diagram shows the relations among the entities it holds, not arrows to
         # nodes it left out.
         kept = {entity.name for entity in graph.entities}
-        graph = Graph(graph.entities, tuple(r for r in graph.relations if r.from_ in kept and r.to in kept))
+        graph = Graph(
+            graph.entities, tuple(r for r in graph.relations if r.from_ in kept and r.to in kept), graph.labelled
+        )
     text = "".join(_WRITERS[args.format](graph.entities, graph.relations))
     structured: dict[str, Any] = {
         "format": args.format,

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from graphmem.core.limits import Limits
 from graphmem.core.models import Entity
+from graphmem.core.projects import project_name
 from graphmem.domain import lookup
 from graphmem.tools import schemas
 from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, entity_wire
@@ -72,6 +73,10 @@ def query_nodes(ctx: ToolContext, args: _QueryArgs) -> ToolOutput:
     cap = most_that_fit(ctx.response_budget, SMALLEST_ENTITY)
     page = lookup.query_nodes(ctx.graph, args.filters(), args.offset, args.limit, load_at_most=cap)
     items = [_entity(entity) for entity in page.entities]
+    if ctx.graph.scope.every and len({entity.project for entity in page.entities}) > 1:
+        # Read across every project: each item says where it lives.
+        for item, entity in zip(items, page.entities, strict=True):
+            item["project"] = project_name(entity.project)
     shown = fit_items(items, ctx.response_budget)
     structured: dict[str, Any] = {"entities": items[:shown], "total": page.total}
     notes: list[str] = []
@@ -120,6 +125,7 @@ QUERY_TOOLS: tuple[ToolSpec, ...] = (
                 "order": {"type": "string", "enum": ["asc", "desc"]},
                 "offset": {"type": "integer", "minimum": 0, "maximum": _LIMITS.max_query_offset, "default": 0},
                 "limit": {"type": "integer", "minimum": 1, "maximum": _LIMITS.max_page_size},
+                **schemas.PROJECT_ARGUMENT,
             }
         ),
         output_schema=schemas.shape({"entities": "array", "total": "integer"}, {"truncated": "object"}),

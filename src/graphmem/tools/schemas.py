@@ -131,10 +131,17 @@ TRUNCATED: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+# Read across every project, each entity's and relation's project, item for item (their
+# official items stay as they are); only when the answer shows more than one.
+PROJECT_LISTS: dict[str, Any] = {"projects": {"type": "array"}, "relationProjects": {"type": "array"}}
+
+# The `project` argument every read takes: the server's project is the default.
+PROJECT_ARGUMENT: dict[str, Any] = {"project": {"type": "string", "description": 'a project, "shared", or "*" for all'}}
+
 # A graph answer that may be cut to the response budget: the official shape plus `truncated`.
 BOUNDED_GRAPH_RESULT = {
     **GRAPH_RESULT,
-    "properties": {**GRAPH_RESULT["properties"], "truncated": TRUNCATED},
+    "properties": {**GRAPH_RESULT["properties"], "truncated": TRUNCATED, **PROJECT_LISTS},
 }
 
 # A search's answer: a bounded graph, and whether meaning ranked it while part of the memory
@@ -154,6 +161,7 @@ READ_GRAPH_INPUT = input_schema(
             "enum": ["full", "names", "summary"],
             "description": "names: names and types only; summary: also how many observations and relations",
         },
+        **PROJECT_ARGUMENT,
     },
     [],
 )
@@ -169,6 +177,7 @@ READ_GRAPH_RESULT = output_schema(
         "summary": {"type": "array"},
         "totalEntities": {"type": "integer"},
         "truncated": TRUNCATED,
+        **PROJECT_LISTS,
     },
     [],
 )

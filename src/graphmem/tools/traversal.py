@@ -70,7 +70,7 @@ def get_neighbors(ctx: ToolContext, args: _NeighboursArgs) -> ToolOutput:
     notes: list[str] = []
     wire = fit_entities(
         ctx,
-        Graph(ordered, found.relations),
+        Graph(ordered, found.relations, ctx.graph.scope.every),
         "Ask with a smaller depth, a relationType or a direction.",
         notes,
         unloaded=len(found.names) - len(names),

@@ -146,7 +146,7 @@ class _Writes(_Reads):
         names_json = texts_json(names)
         names_in, names_in_1 = texts_in(names_json), texts_in(names_json, "?1")
         seen = and_visible(self._scope, "project")
-        if self._scope.every and not self._holds_projects():
+        if self._scope.every and not self.holds_projects():
             # No projects: every relation naming them touches them (the statement of before).
             self._conn.execute(
                 f"DELETE FROM relations WHERE from_name IN ({names_in_1}) OR to_name IN ({names_in_1})",
@@ -172,7 +172,7 @@ class _Writes(_Reads):
         cursor = self._conn.execute(f"DELETE FROM entities WHERE name IN ({names_in}){seen}", (names_json,))
         return cursor.rowcount
 
-    def _holds_projects(self) -> bool:
+    def holds_projects(self) -> bool:
         """Whether any entity or relation belongs to a project (not the shared space)."""
         return bool(
             self._conn.execute(

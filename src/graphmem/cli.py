@@ -914,6 +914,13 @@ def embed(
     default=None,
     help=_PROGRESS_HELP.format(what="memory", size=f"{LARGE_GRAPH_RECORDS:,} records"),
 )
+@click.option(
+    "--project",
+    "project",
+    metavar="NAME",
+    default=None,
+    help="Write one project alone (not the shared space): its name or key, as `graphmem projects` shows it.",
+)
 @click.pass_context
 def export(
     ctx: click.Context,
@@ -922,6 +929,7 @@ def export(
     progress: bool | None,
     memory_file: str | None,
     strict: bool | None,
+    project: str | None,
 ) -> None:
     """Write the memory out as JSONL, JSON or a diagram (Mermaid, DOT, GraphML).
 
@@ -945,15 +953,18 @@ def export(
     # A damaged memory opens: the export is how to save what can still be read.
     graph = _open_for_reading(settings, check_for_damage=False)
     try:
+        only = None if project is None else _one_project(graph, project)
         # Counted apart from the export's own snapshot: the bar only needs a size, and an
         # error writing the output must not surface through the store's error mapping.
         counts = graph.counts()
         total = counts.entities + counts.relations
         with _progress_bar(progress, total, LARGE_GRAPH_RECORDS, "Exporting") as advance:
             if output is None or to_stdout:
-                report = export_graph(graph, sys.stdout.buffer, fmt=fmt, progress=advance)
+                report = export_graph(graph, sys.stdout.buffer, fmt=fmt, progress=advance, project=only)
             else:
-                report = write_atomically(output, lambda file: export_graph(graph, file, fmt=fmt, progress=advance))
+                report = write_atomically(
+                    output, lambda file: export_graph(graph, file, fmt=fmt, progress=advance, project=only)
+                )
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
     except BrokenPipeError:
@@ -969,6 +980,17 @@ def export(
         graph.store.close()
     if not to_stdout:
         click.echo(f"Wrote {report.entities} entities and {report.relations} relations to {output} ({fmt}).")
+
+
+def _one_project(graph: KnowledgeGraph, given: str) -> str:
+    """The key of the project `--project` names for an export (a project, not every one or the shared space)."""
+    from graphmem.core.projects import SHARED
+    from graphmem.domain import projects
+
+    scope = projects.scope_named(graph, given)
+    if scope.project in (None, SHARED):
+        raise click.ClickException(f"{given!r} is not one project; give a name `graphmem projects` lists.")
+    return scope.project
 
 
 def _same_memory(first: Settings, second: Settings) -> bool:
@@ -1052,6 +1074,106 @@ def migrate_(ctx: click.Context, source: str, target: str, progress: bool | None
     click.echo(
         "Search by meaning: the new memory's texts are embedded by its first server, or now by `graphmem embed`."
     )
+
+
+@cli.command(name="projects")
+@memory_options
+@project_options
+@click.pass_context
+def projects_(
+    ctx: click.Context, memory_file: str | None, strict: bool | None, project: str | None, workspace: str | None
+) -> None:
+    """List the memory's projects (and the shared space every project sees) with what each holds."""
+    from graphmem.cli_projects import project_table
+    from graphmem.domain import projects
+
+    settings = _settings(ctx, memory_file, strict, project=project, workspace=workspace)
+    graph = _open_for_reading(settings)
+    try:
+        listed = projects.list_projects(graph)
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        graph.store.close()
+    for line in project_table(listed, None if settings.project is None else settings.project.id):
+        click.echo(line)
+
+
+@cli.group(name="project")
+def project_group() -> None:
+    """Move entities between projects, or delete a project."""
+
+
+@project_group.command(name="move")
+@memory_options
+@click.argument("names", nargs=-1, required=True)
+@click.option("--to", "to", required=True, metavar="PROJECT", help='The project to move them to, or "shared".')
+@click.option(
+    "--from",
+    "source",
+    metavar="PROJECT",
+    default=None,
+    help="The project they are in, when another project holds a name too (default: wherever they are).",
+)
+@click.pass_context
+def project_move(
+    ctx: click.Context,
+    names: tuple[str, ...],
+    to: str,
+    source: str | None,
+    memory_file: str | None,
+    strict: bool | None,
+) -> None:
+    """Move entities (with their facts, and the relations that go with them) to another project."""
+    from graphmem.core.projects import project_name
+    from graphmem.domain import projects
+
+    graph = _open_graph(_settings(ctx, memory_file, strict))
+    try:
+        scope = graph.scope if source is None else projects.scope_named(graph, source)
+        with graph.working_in(scope):
+            target = projects.target_named(graph, to)
+            moved = projects.move(graph, list(names), target)
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        graph.store.close()
+    click.echo(
+        f"Moved {len(moved.moved)} entities and {moved.relations} relations to {project_name(target)}."
+        + (f" Not found: {', '.join(moved.missing)}." if moved.missing else "")
+    )
+
+
+@project_group.command(name="delete")
+@memory_options
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Delete without asking.")
+@click.pass_context
+def project_delete(ctx: click.Context, name: str, yes: bool, memory_file: str | None, strict: bool | None) -> None:
+    """Delete a project: every entity and relation in it (the shared space and other projects stay)."""
+    from graphmem.core.projects import SHARED, project_name
+    from graphmem.domain import projects
+
+    graph = _open_graph(_settings(ctx, memory_file, strict))
+    try:
+        scope = projects.scope_named(graph, name)
+        if scope.project in (None, SHARED):
+            raise click.ClickException(
+                f"{name!r} is not a project; give the name of one (graphmem projects lists them)."
+            )
+        held = next(counts for counts in projects.list_projects(graph) if counts.project == scope.project)
+        if not yes:
+            click.confirm(
+                f"Delete project {project_name(held.project)} ({held.project}): {held.entities} entities, "
+                f"{held.observations} facts and {held.relations} relations?",
+                abort=True,
+            )
+        entities, relations = projects.delete_project(graph, scope.project)
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        graph.store.close()
+    click.echo(f"Deleted project {project_name(scope.project)}: {entities} entities and {relations} relations.")
 
 
 @cli.command(name="view")

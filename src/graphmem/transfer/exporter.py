@@ -35,10 +35,12 @@ def _escape_lone_surrogates(text: str) -> str:
     return text
 
 
-def _document_object(wire: dict[str, Any], extra: dict[str, Any] | None) -> dict[str, Any]:
-    if extra:
+def _document_object(wire: dict[str, Any], item: Entity | Relation) -> dict[str, Any]:
+    if item.extra:
         # Extra keys (a fork's aliases, createdAt, version) after the official ones, as in JSONL.
-        wire.update((key, value) for key, value in extra.items() if key not in wire)
+        wire.update((key, value) for key, value in item.extra.items() if key not in wire)
+    if item.project:
+        wire["project"] = item.project  # as a JSONL line keeps it (storage/jsonl/format.py)
     return wire
 
 
@@ -55,8 +57,8 @@ def _pretty_list(key: str, objects: Iterable[dict[str, Any]], last: bool) -> Ite
 
 def _json_document(entities: Iterable[Entity], relations: Iterable[Relation]) -> Iterator[str]:
     yield "{\n"
-    yield from _pretty_list("entities", (_document_object(e.to_wire(), e.extra) for e in entities), last=False)
-    yield from _pretty_list("relations", (_document_object(r.to_wire(), r.extra) for r in relations), last=True)
+    yield from _pretty_list("entities", (_document_object(e.to_wire(), e) for e in entities), last=False)
+    yield from _pretty_list("relations", (_document_object(r.to_wire(), r) for r in relations), last=True)
     yield "}\n"
 
 
@@ -75,6 +77,7 @@ def export_graph(
     *,
     fmt: ExportFormat = "jsonl",
     progress: Progress | None = None,
+    project: str | None = None,
 ) -> ExportReport:
     """Write the whole memory to `out`, from one consistent snapshot, without holding it in memory.
 
@@ -85,6 +88,8 @@ def export_graph(
 
     Args:
         progress: called with the number of records written since its last call.
+        project: write this project's entities and relations alone (not the shared space's);
+            every project's when None.
     """
     counts = [0, 0]
 
@@ -104,6 +109,9 @@ def export_graph(
     try:
         with graph.reading():
             entity_iter, relation_iter = graph.iter_graph()
+            if project is not None:
+                entity_iter = (entity for entity in entity_iter if entity.project == project)
+                relation_iter = (relation for relation in relation_iter if relation.project == project)
             counted_entities, counted_relations = counted(entity_iter, 0), counted(relation_iter, 1)
             pieces = _WRITERS[fmt](counted_entities, counted_relations)
             batch: list[str] = []

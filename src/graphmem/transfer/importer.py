@@ -103,6 +103,7 @@ class _Loader:
                 self._clean_text(entity.entity_type),
                 tuple(self._clean_text(content) for content in entity.observations),
                 self._clean_extra(entity.extra),
+                entity.project,
             )
         self.entities.append(entity)
         if len(self.entities) >= _CHUNK:
@@ -117,6 +118,7 @@ class _Loader:
                 self._clean_text(relation.to),
                 self._clean_text(relation.relation_type),
                 self._clean_extra(relation.extra),
+                relation.project,
             )
         self.relations.append(relation)
         if len(self.relations) >= _CHUNK:

@@ -104,6 +104,8 @@ ACCESS_WORDS = ("read", "write")
 """The third word of a line of the tokens file."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+_PROJECT = re.compile(r"[^,*\s]{1,300}")
+"""A project a token may reach (a name or a key, such as github.com/acme/api)."""
 _LINE_FORMAT = "NAME TOKEN read|write"
 _FIX_ORDER = f"write the line as `{_LINE_FORMAT}`, such as `alice TOKEN write`."
 
@@ -134,12 +136,17 @@ def _looks_like_a_token(word: str) -> bool:
 
 def _line_error(words: list[str]) -> str | None:
     """What is wrong with the words of one line, or None when it is `NAME TOKEN read|write`."""
-    if len(words) != 3:
+    if len(words) not in (3, 4):
         return (
-            f"expected three words, `{_LINE_FORMAT}`, and found {len(words)}; "
-            "write one line per person, such as `alice TOKEN write`."
+            f"expected three words, `{_LINE_FORMAT}` (and a fourth, the projects it may reach), and found "
+            f"{len(words)}; write one line per person, such as `alice TOKEN write` or `alice TOKEN write api,docs`."
         )
-    name, token, access = words
+    name, token, access = words[:3]
+    if len(words) == 4 and not all(_PROJECT.fullmatch(project) for project in words[3].split(",")):
+        return (
+            f"the projects of {_shown(name, 'this line')} (the fourth word) must be names separated by commas, "
+            "such as `api,docs`, each without spaces or `*`."
+        )
     if access not in ACCESS_WORDS:
         if name in ACCESS_WORDS or token in ACCESS_WORDS:
             return f"`read` or `write` must be the third word; {_FIX_ORDER}"
@@ -200,7 +207,8 @@ def read_tokens_file(raw_path: str, key: str = "--tokens-file") -> tuple[Credent
         problem = _line_error(words)
         if problem is not None:
             raise refuse(line_no, problem)
-        name, token, access = words
+        name, token, access = words[:3]
+        reach = tuple(words[3].split(",")) if len(words) == 4 else None
         if name in tokens or token in names:
             # One line's token is another's name: a line is in the wrong order, and
             # whichever word it is, it is not shown.
@@ -221,7 +229,7 @@ def read_tokens_file(raw_path: str, key: str = "--tokens-file") -> tuple[Credent
             )
         names[name] = line_no
         tokens[token] = (name, line_no)
-        credentials.append(Credential(token, Identity(name, can_write=access == "write")))
+        credentials.append(Credential(token, Identity(name, can_write=access == "write", projects=reach)))
     if not credentials:
         raise ConfigError(key, raw_path, f"The file names no token; write one line per person: `{_LINE_FORMAT}`.")
     return tuple(credentials)

@@ -16,10 +16,13 @@ class Identity:
             None for the single token of --token-file / GRAPHMEM_TOKEN, whose changes
             record no author (as over stdio).
         can_write: whether the token may call tools that change the memory.
+        projects: the projects the token may reach (each sees the shared space too), the first
+            its default; None for every project, the server's by default.
     """
 
     name: str | None
     can_write: bool = True
+    projects: tuple[str, ...] | None = None
 
     @property
     def access(self) -> str:

@@ -39,8 +39,60 @@ __all__ = [
     "refuse_ambiguous_among",
     "relation_home",
     "scope_named",
+    "scope_of_call",
     "target_named",
 ]
+
+
+def scope_of_call(
+    graph: KnowledgeGraph,
+    default: Scope,
+    *,
+    argument: str | None,
+    header: str | None,
+    reach: tuple[str, ...] | None,
+    writes: bool,
+) -> Scope:
+    """The scope one call runs in: its `project` argument, else the project its request names
+    (an HTTP header), else its token's first project, else `default` (the server's).
+
+    A project named by the request or the token may be new (its first write makes it); one
+    named by the argument of a read must exist (a typo finds nothing rather than an empty
+    project). A token limited to some projects (`reach`) gets only those, each with the
+    shared space: "*", another project, or the shared space alone for a write are refused.
+
+    Raises:
+        InvalidInputError: an unknown project, or one the token may not reach.
+    """
+    if argument is not None:
+        scope = scope_named(graph, argument) if not writes else _named_or_new(graph, argument)
+    elif header is not None:
+        scope = _named_or_new(graph, header)
+    elif reach:
+        scope = _named_or_new(graph, reach[0])
+    else:
+        scope = default
+    if reach is None:
+        return scope
+    allowed = {_named_or_new(graph, project).project for project in reach}
+    if scope.project in allowed or (scope.project == SHARED and not writes):
+        return scope
+    shown = "every project" if scope.every else repr(project_name(scope.project or SHARED))
+    raise InvalidInputError(
+        "project",
+        f"this token may reach {', '.join(map(repr, reach))} (and the shared space), not {shown}; nothing was done.",
+    )
+
+
+def _named_or_new(graph: KnowledgeGraph, given: str) -> Scope:
+    """`scope_named`, with a name no project has taken as a new project's key."""
+    wanted = given.strip()
+    try:
+        return scope_named(graph, wanted)
+    except InvalidInputError as unknown:
+        if "is the name of" in unknown.problem or not wanted or len(wanted) > MAX_PROJECT_KEY:
+            raise
+        return Scope(wanted)
 
 
 def target_named(graph: KnowledgeGraph, given: str | None) -> str:

@@ -17,7 +17,10 @@ from typing import Any
 
 from graphmem.core.identity import Identity
 
-__all__ = ["IDENTITY_KEY", "identity_of", "read_only_refusal"]
+__all__ = ["IDENTITY_KEY", "PROJECT_HEADER", "identity_of", "project_header_of", "read_only_refusal"]
+
+PROJECT_HEADER = "x-graphmem-project"
+"""The HTTP header a client names the project of its requests with (one server, many projects)."""
 
 IDENTITY_KEY = "graphmem.identity"
 """The ASGI scope key under which the HTTP guard leaves the caller's identity."""
@@ -47,3 +50,13 @@ def read_only_refusal(identity: Identity | None, tool: str, read_only: bool) -> 
         f"This token{whose} may only read: {tool} changes the memory, so nothing was changed. "
         "Ask the server's operator for a write token, or use the tools that read."
     )
+
+
+def project_header_of(request: Any) -> str | None:
+    """The project an HTTP request names in its `X-Graphmem-Project` header; None without one
+    (and over stdio and TCP, whose server has one project, or the token's)."""
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get(PROJECT_HEADER)
+    return value.strip() or None if isinstance(value, str) else None

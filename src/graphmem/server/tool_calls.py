@@ -26,7 +26,7 @@ from graphmem.server.access import read_only_refusal
 from graphmem.server.state import AppState
 from graphmem.tools import ToolOutput, ToolSpec
 
-__all__ = ["Refusal", "RefusalKind", "format_validation_error", "refusal_kind", "run_tool_call"]
+__all__ = ["Asked", "Refusal", "RefusalKind", "format_validation_error", "refusal_kind", "run_tool_call"]
 
 # The name MCP clients see on logging notifications; it stayed when the module moved into a package.
 logger = logging.getLogger("graphmem.server")
@@ -67,15 +67,31 @@ def format_validation_error(tool: str, error: ValidationError) -> str:
     )
 
 
-def _run_within_limit(
-    state: AppState, spec: ToolSpec, arguments: Any, author: str | None, project: str | None
-) -> ToolOutput:
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """Who asks, and for which project: the call's `project` argument, the request's header."""
+
+    identity: Identity | None
+    argument: str | None = None
+    header: str | None = None
+
+
+def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: Asked) -> ToolOutput:
     """Run a tool where the store's calls run (`AppState.run`), stopped and rolled back past
-    the call time limit, its changes recorded as made by `author`, in the server's project or
-    the one the call's `project` names; a reusable read may be answered from the answers kept."""
+    the call time limit, its changes recorded as made by the caller, in the project the call
+    asks for (`projects.scope_of_call`); a reusable read may be answered from the answers kept."""
     graph = state.tools.graph
+    identity = asked.identity
+    author = identity.name if identity is not None else None
     with graph.working_in(state.scope):
-        scope = state.scope if project is None else projects.scope_named(graph, project)
+        scope = projects.scope_of_call(
+            graph,
+            state.scope,
+            argument=asked.argument,
+            header=asked.header,
+            reach=None if identity is None else identity.projects,
+            writes=spec.annotations.read_only_hint is not True,
+        )
     with (
         graph.time_limit(state.call_time_limit if spec.time_limited else 0),
         graph.authored_by(author),
@@ -94,9 +110,10 @@ def _project_argument(arguments: Any) -> tuple[Any, str | None]:
 
 
 async def run_tool_call(
-    state: AppState, spec: ToolSpec, arguments: Any, identity: Identity | None
+    state: AppState, spec: ToolSpec, arguments: Any, identity: Identity | None, project_header: str | None = None
 ) -> ToolOutput | Refusal:
-    """Run one tool with its wire arguments as `identity` (None: stdio, or a server without tokens).
+    """Run one tool with its wire arguments as `identity` (None: stdio, or a server without tokens),
+    in the project its `project` argument, or else `project_header` (HTTP), names.
 
     A tool that writes is refused for a read-only token; arguments that do not fit the tool's
     schema, and any `GraphmemError` the call raises, become a `Refusal` naming the problem.
@@ -111,9 +128,9 @@ async def run_tool_call(
         parsed = spec.arguments.model_validate(arguments or {})
     except ValidationError as error:
         return Refusal(format_validation_error(spec.name, error), "invalid")
-    author = identity.name if identity is not None else None
+    asked = Asked(identity, project, project_header)
     try:
-        return await state.run(_run_within_limit, state, spec, parsed, author, project, writes=not read_only)
+        return await state.run(_run_within_limit, state, spec, parsed, asked, writes=not read_only)
     except GraphmemError as error:
         return Refusal(str(error), refusal_kind(error))
     except Exception as error:

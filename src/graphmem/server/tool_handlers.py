@@ -10,7 +10,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from graphmem.server.access import identity_of
+from graphmem.server.access import identity_of, project_header_of
 from graphmem.server.notices import logs_for_request, send_logs
 from graphmem.server.resource_handlers import notify_updated
 from graphmem.server.state import AppState
@@ -107,7 +107,9 @@ async def _run_tool(
             f"MCP error -32602: Tool {params.name} not found. Call tools/list to see the tools there are."
         )
     started = time.perf_counter()
-    output = await run_tool_call(state, spec, params.arguments, identity_of(ctx.request))
+    output = await run_tool_call(
+        state, spec, params.arguments, identity_of(ctx.request), project_header_of(ctx.request)
+    )
     if isinstance(output, Refusal):
         return _tool_error(output.message)
     if logger.isEnabledFor(logging.DEBUG):

@@ -23,6 +23,7 @@ from graphmem.core.models import Entity, ObservationAddition, Relation
 from graphmem.core.projects import EVERY, Scope
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.search import word_search
+from graphmem.storage.entity_query import EntityQuery
 from graphmem.storage.jsonl import JsonlStore
 from graphmem.storage.jsonl.format import decode_line, encode_graph
 from graphmem.storage.sqlite import SQLiteStore
@@ -806,6 +807,119 @@ def test_threads_each_read_in_their_own_scope(tmp_path: Path):
         thread.join(timeout=60)
     assert failures == []
     assert seen == {API.home: {"Alice", "README"}, TOOL.home: {"Alice"}}
+    store.close()
+
+
+def _fill_like_sqlite(store: JsonlStore | SQLiteStore) -> None:
+    """Projects with aliases, times, importance, threads and relations, dangling ones too."""
+
+    def meta(updated: str, importance: float, **more: object) -> dict[str, object]:
+        return {"updatedAt": updated, "importance": importance, "threadId": "t1", **more}
+
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Alice", "person", ("reviews code",), meta("2026-01-02T00:00:00.000Z", 0.5, aliases=["Al"])),
+                Entity("README", "file", ("the api",), meta("2026-03-01T10:00:00+02:00", 0.9), API.home),
+                Entity("README", "file", ("the tool",), meta("2026-02-01T00:00:00Z", 0.1), TOOL.home),
+                Entity("api-server", "service", ("serves",), meta("2026-01-05", 0.7, aliases=["Al"]), API.home),
+                Entity("cli", "service", ("runs",), {"aliases": ["Al", "c"]}, TOOL.home),
+            ]
+        )
+        store.insert_relations(
+            [
+                Relation("Alice", "README", "wrote", project=API.home),
+                Relation("Alice", "README", "wrote", project=TOOL.home),
+                Relation("README", "api-server", "describes", project=API.home),
+                Relation("cli", "Ghost", "haunts", project=TOOL.home),
+                Relation("Alice", "Ghost", "fears"),
+            ]
+        )
+
+
+def _answers(store: JsonlStore | SQLiteStore, scope: Scope) -> list[object]:
+    names = ["Alice", "README", "api-server", "cli", "Ghost"]
+    with store.read(scope):
+        # Not a needle of both READMEs: across every project, SQLite gives one name's hits
+        # from one of them and JSONL adds up both (as for the duplicate names of a file).
+        hits = store.find_text("s")
+        return [
+            store.existing_names(names),
+            store.resolve_names(["Al", "c", "README", "nobody"]),
+            [(entity, entity.project, entity.extra) for entity in store.get_entities(names)],
+            [(entity, entity.project) for entity in store.iter_entities()],
+            [(relation, relation.project) for relation in store.iter_relations()],
+            store.official_graph(100),
+            store.page_entities("service", 0, None),
+            store.query_entities(EntityQuery(has_relation=True, sort="updatedAt", descending=True)),
+            store.relations_touching(["README", "Ghost"]),
+            store.relations_among(names, 10),
+            store.relation_keys_touching(["Alice"]),
+            store.existing_relations([("Alice", "README", "wrote"), ("cli", "Ghost", "haunts")]),
+            [store.observations_of(name) for name in names],
+            sorted((name, hit.in_name, hit.in_type, hit.observation_hits) for name, hit in hits.items()),
+            store.counts(),
+            store.entity_type_counts(),
+            store.relation_type_counts(),
+            store.find_relations("Alice", None, None, 0, None),
+            store.find_relations(None, None, "wrote", 1, 5),
+            store.analytics(None, 10),
+            store.analytics("t1", 2),
+            store.most_connected(None, 0, 10),
+            store.most_connected("service", 0, 10),
+            store.project_counts(),
+        ]
+
+
+@pytest.mark.parametrize("scope", [EVERY, API, TOOL, Scope("")], ids=["every", "api", "tool", "shared"])
+def test_every_read_in_a_scope_answers_as_sqlite_does(tmp_path: Path, scope: Scope):
+    answers = []
+    for store in (SQLiteStore(tmp_path / "m.db"), JsonlStore(tmp_path / "m.jsonl")):
+        _fill_like_sqlite(store)
+        answers.append(_answers(store, scope))
+        store.close()
+    for sqlite_answer, jsonl_answer in zip(*answers, strict=True):
+        assert jsonl_answer == sqlite_answer
+
+
+def _write_in_scopes(store: JsonlStore | SQLiteStore) -> list[object]:
+    """Writes by name and key in a project's scope and across every project; what each returned."""
+    returned: list[object] = []
+    with store.write(TOOL):
+        store.append_observations("README", ["lists the commands"])
+        store.update_extras([Entity("README", "file", (), {"version": 2})])
+        store.update_entity("cli", Entity("cli2", "tool", (), {"aliases": ["c"]}))
+        returned.append(store.remove_observations("README", ["the tool", "the api"]))
+        returned.append(store.delete_relations([("Alice", "README", "wrote"), ("README", "api-server", "describes")]))
+        returned.append(store.move_entities(["cli2", "api-server"], ""))
+        returned.append(store.move_relations([("cli", "Ghost", "haunts")], ""))
+    with store.write(API):
+        returned.append(store.delete_entities(["README"]))
+    with store.write():
+        returned.append(store.delete_entities(["Alice"]))
+        returned.append(store.delete_project(TOOL.home))
+    return returned
+
+
+def test_writes_in_a_scope_change_what_sqlite_s_change(tmp_path: Path):
+    answers = []
+    for store in (SQLiteStore(tmp_path / "m.db"), JsonlStore(tmp_path / "m.jsonl")):
+        _fill_like_sqlite(store)
+        returned = _write_in_scopes(store)
+        answers.append([returned, *_answers(store, EVERY)])
+        store.close()
+    for sqlite_answer, jsonl_answer in zip(*answers, strict=True):
+        assert jsonl_answer == sqlite_answer
+
+
+def test_deleting_a_name_no_entity_holds_takes_the_relations_naming_it_that_the_scope_sees(tmp_path: Path):
+    # As the official server deletes dangling relations by name, and as graphmem did before projects.
+    store = JsonlStore(tmp_path / "memory.jsonl")
+    _fill_like_sqlite(store)
+    with store.write(API):
+        assert store.delete_entities(["Ghost"]) == 0
+    with store.read():
+        assert [r.key for r in store.iter_relations() if "Ghost" in r.key] == [("cli", "Ghost", "haunts")]
     store.close()
 
 

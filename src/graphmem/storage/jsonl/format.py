@@ -23,8 +23,9 @@ everything shared. The key is `Entity.project` / `Relation.project`, never an `e
 `project` that is not a string makes the line unreadable, as a `name` that is not one does.
 The official server reads every line and ignores the key, so it sees every project as one
 memory (one name in two projects is, to it, a name written twice, and its point operations
-act on the first). If it rewrites the file it keeps only the keys it knows: those entities
-and relations fall back to the shared space, and nothing is lost.
+act on the first). A rewrite by it may drop the key (its current releases write only the
+keys they know): those entities and relations then fall back to the shared space, which
+graphmem reads as it reads any duplicate names of a file, and nothing is lost.
 """
 
 from __future__ import annotations

@@ -380,7 +380,7 @@ class JsonlStore(_Writes, _Projects):
                 # Already inside a transaction on this store: join it, in its scope. EVERY is
                 # what a caller that names no scope asks for (a helper inside the domain's call).
                 if scope != self._scope and scope != EVERY:
-                    raise ValueError(f"a transaction in {self._scope} cannot join one in {scope}")
+                    raise ValueError(f"a transaction in {scope} cannot join one in {self._scope}")
                 if writing and not self._writing:
                     raise RuntimeError("write() cannot start inside read(); open the write first.")
                 self._depth += 1

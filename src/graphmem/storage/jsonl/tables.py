@@ -3,9 +3,9 @@
 Rows keep their positions while a transaction runs (a deleted one leaves a hole), so the
 indexes stay valid and the journal can put back exactly what was replaced.
 
-The indexes are by name and by relation key across every project: a name is held at most
-once per project, so a name's positions are few, and each look-up keeps those of the
-projects the transaction's scope sees (`_holds`, `_visible_relations`).
+The indexes are by name and by relation key across every project: a name is held once per
+project (save a file's duplicates), so a name's positions are few, and each look-up keeps
+those of the projects the transaction's scope sees (`_holds`, `_visible_relations`).
 """
 
 from __future__ import annotations
@@ -132,9 +132,9 @@ class _Tables:
         )
 
     def _first_entity(self, name: str) -> tuple[int, Entity] | None:
-        # In a project's scope a name is one entity at most. Seen across every project, and
-        # in a file holding duplicate names (all kept), point operations act on the first,
-        # like the official `find()`; the domain refuses a write naming one of several.
+        # Seen across every project, or in a file holding duplicate names (all kept), a name
+        # may be several entities: point operations act on the first, like the official
+        # `find()`. Across projects the domain refuses a write that names one of several.
         for position in self._by_name.get(name, ()):
             if self._holds(position, name):
                 row = self._head[position]

@@ -1,5 +1,5 @@
 """JsonlStore specifics: the official file's bytes, lines it does not understand, safety
-on disk and between processes, and round trips (hypothesis)."""
+on disk and between processes, projects in the file, and round trips (hypothesis)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,10 @@ from hypothesis import strategies as st
 
 from graphmem.core.errors import StorageError
 from graphmem.core.models import Entity, ObservationAddition, Relation
+from graphmem.core.projects import EVERY, Scope
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.search import word_search
+from graphmem.storage.entity_query import EntityQuery
 from graphmem.storage.jsonl import JsonlStore
 from graphmem.storage.jsonl.format import decode_line, encode_graph
 from graphmem.storage.sqlite import SQLiteStore
@@ -549,6 +553,409 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path):
     _close(graph)
 
 
+# -- projects in the file ----------------------------------------------------------------------
+
+API, TOOL = Scope("github.com/acme/api"), Scope("tool")
+
+
+def _write_projects(store: JsonlStore) -> None:
+    """Alice shared, with a fork's key; a README in the api project; a relation in each space."""
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Alice", "person", ("reviews code",), {"createdAt": "2026-01-01T00:00:00.000Z"}),
+                Entity("README", "file", ("explains the api",), {"version": 2}, project=API.home),
+            ]
+        )
+        store.insert_relations(
+            [Relation("Alice", "README", "wrote", project=API.home), Relation("Alice", "Alice", "is")]
+        )
+
+
+def test_a_project_s_lines_carry_its_key_after_the_official_ones_and_shared_lines_none(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    store = JsonlStore(path)
+    _write_projects(store)
+    assert path.read_text(encoding="utf-8") == (
+        '{"type":"entity","name":"Alice","entityType":"person","observations":["reviews code"],'
+        '"createdAt":"2026-01-01T00:00:00.000Z"}\n'
+        '{"type":"entity","name":"README","entityType":"file","observations":["explains the api"],'
+        '"project":"github.com/acme/api","version":2}\n'
+        '{"type":"relation","from":"Alice","to":"README","relationType":"wrote","project":"github.com/acme/api"}\n'
+        '{"type":"relation","from":"Alice","to":"Alice","relationType":"is"}\n'
+    )
+    store.close()
+
+
+def test_a_memory_without_projects_is_written_as_it_was_before_projects(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    records: list[dict[str, Any]] = [
+        {"type": "entity", "name": "A", "entityType": "t", "observations": ["x"]},
+        {"type": "entity", "name": "B", "entityType": "t", "observations": [], "createdAt": "2025", "version": 1},
+        {"type": "relation", "from": "A", "to": "B", "relationType": "r"},
+        {"type": "relation", "from": "B", "to": "A", "relationType": "r", "version": 1},
+    ]
+    store = JsonlStore(path)
+    with store.write():
+        store.insert_entities([Entity("A", "t", ("x",)), Entity("B", "t", (), {"createdAt": "2025", "version": 1})])
+        store.insert_relations([Relation("A", "B", "r"), Relation("B", "A", "r", {"version": 1})])
+    assert path.read_bytes() == _official(records)
+    store.close()
+
+
+def test_projects_survive_reopening_as_fields_not_extra_keys(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    _write_projects(JsonlStore(path))
+    store = JsonlStore(path)
+    with store.read():
+        alice, readme = store.iter_entities()
+        assert (alice.project, alice.extra) == ("", {"createdAt": "2026-01-01T00:00:00.000Z"})
+        assert (readme.project, readme.extra) == (API.home, {"version": 2})
+        assert [(r.key, r.project, r.extra) for r in store.iter_relations()] == [
+            (("Alice", "README", "wrote"), API.home, None),
+            (("Alice", "Alice", "is"), "", None),
+        ]
+    with store.read(TOOL):
+        assert [entity.name for entity in store.iter_entities()] == ["Alice"]
+    store.close()
+
+
+def test_a_change_to_a_project_s_entity_keeps_it_in_its_project(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    store = JsonlStore(path)
+    _write_projects(store)
+    with store.write(API):
+        store.append_observations("README", ["lists the commands"])
+        store.update_entity("README", Entity("README.md", "file", (), {"version": 3}))
+    line = path.read_text(encoding="utf-8").splitlines()[1]
+    assert json.loads(line) == {
+        "type": "entity",
+        "name": "README.md",
+        "entityType": "file",
+        "observations": ["explains the api", "lists the commands"],
+        "project": API.home,
+        "version": 3,
+    }
+    store.close()
+
+
+def test_a_move_rewrites_the_lines_and_one_to_where_it_is_leaves_the_file(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    store = JsonlStore(path)
+    _write_projects(store)
+    before = path.stat()
+    with store.write(API):
+        assert store.move_entities(["Alice"], "") == 0
+        assert store.move_relations([("Alice", "Alice", "is")], "") == 0
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    with store.write(API):
+        assert store.move_entities(["README"], "") == 1
+        assert store.move_relations([("Alice", "README", "wrote")], "") == 1
+    assert '"project"' not in path.read_text(encoding="utf-8")
+    store.close()
+
+
+def _placed(store: JsonlStore) -> object:
+    """Every entity and relation with its project (no part of their equality)."""
+    with store.read():
+        return (
+            [(entity, entity.project) for entity in store.iter_entities()],
+            [(relation, relation.project) for relation in store.iter_relations()],
+        )
+
+
+def test_a_rolled_back_move_leaves_memory_and_file_as_they_were(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    store = JsonlStore(path)
+    _write_projects(store)
+    before, placed = path.read_bytes(), _placed(store)
+    with pytest.raises(KeyError), store.write():
+        store.move_entities(["README"], TOOL.home)
+        store.move_relations([("Alice", "README", "wrote"), ("Alice", "Alice", "is")], TOOL.home)
+        raise KeyError
+    assert (path.read_bytes(), _placed(store)) == (before, placed)
+    with store.read(API):
+        assert [entity.name for entity in store.get_entities(["README"])] == ["README"]
+        assert len(store.relations_touching(["README"])) == 1
+    store.close()
+
+
+def test_a_file_written_by_the_official_server_opens_with_everything_shared(tmp_path: Path):
+    # What the official server writes back, having read a file with projects: its own keys only.
+    path = tmp_path / "memory.jsonl"
+    path.write_text(
+        '{"type":"entity","name":"Alice","entityType":"person","observations":["reviews code"]}\n'
+        '{"type":"entity","name":"README","entityType":"file","observations":["explains the api"]}\n'
+        '{"type":"relation","from":"Alice","to":"README","relationType":"wrote"}\n',
+        encoding="utf-8",
+    )
+    store = JsonlStore(path)
+    with store.read(TOOL):
+        assert [(entity.name, entity.project) for entity in store.iter_entities()] == [
+            ("Alice", ""),
+            ("README", ""),
+        ]
+        assert [relation.project for relation in store.iter_relations()] == [""]
+    with store.read():
+        assert [(c.project, c.entities, c.relations) for c in store.project_counts()] == [("", 2, 1)]
+    store.close()
+
+
+def test_the_official_server_reads_a_project_s_line_as_an_official_record(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    _write_projects(JsonlStore(path))
+    # The official loader keeps `name`, `entityType` and `observations` (`from`, `to`,
+    # `relationType`) of every line, whatever else the line holds.
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [(record["type"], record.get("name", record.get("from"))) for record in records] == [
+        ("entity", "Alice"),
+        ("entity", "README"),
+        ("relation", "Alice"),
+        ("relation", "Alice"),
+    ]
+    assert records[1]["observations"] == ["explains the api"]
+
+
+@pytest.mark.parametrize("project", ["5", "null", '["api"]', '{"id":"api"}', "true"])
+def test_a_project_that_is_not_a_string_makes_its_line_unreadable_as_a_bad_name_does(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, project: str
+):
+    path = tmp_path / "memory.jsonl"
+    original = (
+        '{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
+        f'{{"type":"entity","name":"B","entityType":"t","observations":[],"project":{project}}}\n'
+        f'{{"type":"relation","from":"A","to":"B","relationType":"r","project":{project}}}\n'
+    ).encode()
+    path.write_bytes(original)
+    caplog.set_level(logging.WARNING, logger="graphmem.storage.jsonl")
+    store = JsonlStore(path)
+    with store.read():
+        assert [entity.name for entity in store.iter_entities()] == ["A"]
+        assert list(store.iter_relations()) == []
+    assert store.integrity_problems() == [
+        "line 2 cannot be read and is left out",
+        "line 3 cannot be read and is left out",
+    ]
+    assert all("'project' must be a string" in record.getMessage() for record in caplog.records)
+    assert path.read_bytes() == original
+    # The first rewrite keeps the file as it was beside it, as for any unreadable line.
+    with store.write():
+        store.insert_entities([Entity("C", "t")])
+    (backup,) = tmp_path.glob("memory.jsonl.bak-*")
+    assert backup.read_bytes() == original
+    store.close()
+
+
+def test_an_empty_project_is_the_shared_space_and_is_written_without_the_key(tmp_path: Path):
+    path = tmp_path / "memory.jsonl"
+    path.write_text(
+        '{"type":"entity","name":"A","entityType":"t","observations":[],"project":""}\n'
+        '{"type":"relation","from":"A","to":"A","relationType":"r","project":"","version":1}\n',
+        encoding="utf-8",
+    )
+    store = JsonlStore(path)
+    with store.write():
+        (entity,) = store.iter_entities()
+        (relation,) = store.iter_relations()
+        assert (entity.project, entity.extra, relation.project, relation.extra) == ("", None, "", {"version": 1})
+        store.insert_entities([Entity("B", "t")])
+    assert path.read_text(encoding="utf-8") == (
+        '{"type":"entity","name":"A","entityType":"t","observations":[]}\n'
+        '{"type":"entity","name":"B","entityType":"t","observations":[]}\n'
+        '{"type":"relation","from":"A","to":"A","relationType":"r","version":1}\n'
+    )
+    store.close()
+
+
+def test_an_extra_project_key_is_never_written_as_the_project(tmp_path: Path):
+    # Only the field says where a record lives: an extra `project` (no reader puts one
+    # there) must not move the record when the file is read again.
+    path = tmp_path / "memory.jsonl"
+    store = JsonlStore(path)
+    with store.write():
+        store.insert_entities([Entity("A", "t", (), {"project": "elsewhere", "version": 1})])
+        store.insert_relations([Relation("A", "A", "r", {"project": "elsewhere"}, project=TOOL.home)])
+    assert path.read_text(encoding="utf-8") == (
+        '{"type":"entity","name":"A","entityType":"t","observations":[],"version":1}\n'
+        '{"type":"relation","from":"A","to":"A","relationType":"r","project":"tool"}\n'
+    )
+    store.close()
+
+
+def test_threads_each_read_in_their_own_scope(tmp_path: Path):
+    # The scope is the running transaction's: another thread's transaction waits for it to
+    # end and then runs in its own scope, never joining it.
+    store = JsonlStore(tmp_path / "memory.jsonl")
+    _write_projects(store)
+    seen: dict[str, set[str]] = {}
+    failures: list[BaseException] = []
+
+    def read_many(scope: Scope) -> None:
+        try:
+            for _ in range(200):
+                with store.read(scope):
+                    names = {entity.name for entity in store.iter_entities()}
+                    assert seen.setdefault(str(scope.project), names) == names
+        except BaseException as exc:  # handed to the main thread, which fails the test
+            failures.append(exc)
+
+    threads = [threading.Thread(target=read_many, args=(scope,)) for scope in (API, TOOL, API, TOOL)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert failures == []
+    assert seen == {API.home: {"Alice", "README"}, TOOL.home: {"Alice"}}
+    store.close()
+
+
+def _fill_like_sqlite(store: JsonlStore | SQLiteStore) -> None:
+    """Projects with aliases, times, importance, threads and relations, dangling ones too."""
+
+    def meta(updated: str, importance: float, **more: object) -> dict[str, object]:
+        return {"updatedAt": updated, "importance": importance, "threadId": "t1", **more}
+
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("Alice", "person", ("reviews code",), meta("2026-01-02T00:00:00.000Z", 0.5, aliases=["Al"])),
+                Entity("README", "file", ("the api",), meta("2026-03-01T10:00:00+02:00", 0.9), API.home),
+                Entity("README", "file", ("the tool",), meta("2026-02-01T00:00:00Z", 0.1), TOOL.home),
+                Entity("api-server", "service", ("serves",), meta("2026-01-05", 0.7, aliases=["Al"]), API.home),
+                Entity("cli", "service", ("runs",), {"aliases": ["Al", "c"]}, TOOL.home),
+            ]
+        )
+        store.insert_relations(
+            [
+                Relation("Alice", "README", "wrote", project=API.home),
+                Relation("Alice", "README", "wrote", project=TOOL.home),
+                Relation("README", "api-server", "describes", project=API.home),
+                Relation("cli", "Ghost", "haunts", project=TOOL.home),
+                Relation("Alice", "Ghost", "fears"),
+            ]
+        )
+
+
+def _answers(store: JsonlStore | SQLiteStore, scope: Scope) -> list[object]:
+    names = ["Alice", "README", "api-server", "cli", "Ghost"]
+    with store.read(scope):
+        # Not a needle of both READMEs: across every project, SQLite gives one name's hits
+        # from one of them and JSONL adds up both (as for the duplicate names of a file).
+        hits = store.find_text("s")
+        return [
+            store.existing_names(names),
+            store.resolve_names(["Al", "c", "README", "nobody"]),
+            [(entity, entity.project, entity.extra) for entity in store.get_entities(names)],
+            [(entity, entity.project) for entity in store.iter_entities()],
+            [(relation, relation.project) for relation in store.iter_relations()],
+            store.official_graph(100),
+            store.page_entities("service", 0, None),
+            store.query_entities(EntityQuery(has_relation=True, sort="updatedAt", descending=True)),
+            store.relations_touching(["README", "Ghost"]),
+            store.relations_among(names, 10),
+            store.relation_keys_touching(["Alice"]),
+            store.existing_relations([("Alice", "README", "wrote"), ("cli", "Ghost", "haunts")]),
+            [store.observations_of(name) for name in names],
+            sorted((name, hit.in_name, hit.in_type, hit.observation_hits) for name, hit in hits.items()),
+            store.counts(),
+            store.entity_type_counts(),
+            store.relation_type_counts(),
+            store.find_relations("Alice", None, None, 0, None),
+            store.find_relations(None, None, "wrote", 1, 5),
+            store.analytics(None, 10),
+            store.analytics("t1", 2),
+            store.most_connected(None, 0, 10),
+            store.most_connected("service", 0, 10),
+            store.project_counts(),
+        ]
+
+
+@pytest.mark.parametrize("scope", [EVERY, API, TOOL, Scope("")], ids=["every", "api", "tool", "shared"])
+def test_every_read_in_a_scope_answers_as_sqlite_does(tmp_path: Path, scope: Scope):
+    answers = []
+    for store in (SQLiteStore(tmp_path / "m.db"), JsonlStore(tmp_path / "m.jsonl")):
+        _fill_like_sqlite(store)
+        answers.append(_answers(store, scope))
+        store.close()
+    for sqlite_answer, jsonl_answer in zip(*answers, strict=True):
+        assert jsonl_answer == sqlite_answer
+
+
+def _write_in_scopes(store: JsonlStore | SQLiteStore) -> list[object]:
+    """Writes by name and key in a project's scope and across every project; what each returned."""
+    returned: list[object] = []
+    with store.write(TOOL):
+        store.append_observations("README", ["lists the commands"])
+        store.update_extras([Entity("README", "file", (), {"version": 2})])
+        store.update_entity("cli", Entity("cli2", "tool", (), {"aliases": ["c"]}))
+        returned.append(store.remove_observations("README", ["the tool", "the api"]))
+        returned.append(store.delete_relations([("Alice", "README", "wrote"), ("README", "api-server", "describes")]))
+        returned.append(store.move_entities(["cli2", "api-server"], ""))
+        returned.append(store.move_relations([("cli", "Ghost", "haunts")], ""))
+    with store.write(API):
+        returned.append(store.delete_entities(["README"]))
+    with store.write():
+        returned.append(store.delete_entities(["Alice"]))
+        returned.append(store.delete_project(TOOL.home))
+    return returned
+
+
+def test_writes_in_a_scope_change_what_sqlite_s_change(tmp_path: Path):
+    answers = []
+    for store in (SQLiteStore(tmp_path / "m.db"), JsonlStore(tmp_path / "m.jsonl")):
+        _fill_like_sqlite(store)
+        returned = _write_in_scopes(store)
+        answers.append([returned, *_answers(store, EVERY)])
+        store.close()
+    for sqlite_answer, jsonl_answer in zip(*answers, strict=True):
+        assert jsonl_answer == sqlite_answer
+
+
+def test_deleting_a_name_no_entity_holds_takes_the_relations_naming_it_that_the_scope_sees(tmp_path: Path):
+    # As the official server deletes dangling relations by name, and as graphmem did before projects.
+    store = JsonlStore(tmp_path / "memory.jsonl")
+    _fill_like_sqlite(store)
+    with store.write(API):
+        assert store.delete_entities(["Ghost"]) == 0
+    with store.read():
+        assert [r.key for r in store.iter_relations() if "Ghost" in r.key] == [("cli", "Ghost", "haunts")]
+    store.close()
+
+
+_HOMES = st.sampled_from(["", "p", "q"])
+"""The shared space and two projects, for the properties below."""
+_WORDS = st.lists(st.sampled_from("tea green berlin moved moving café bob bobby acme the".split()), max_size=4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    entities=st.lists(
+        st.tuples(_WORDS.map(" ".join), st.sampled_from(["person", "city"]), _WORDS.map(" ".join), _HOMES),
+        max_size=10,
+        unique_by=lambda entity: entity[0],
+    ),
+    query=_WORDS.map(" ".join),
+    project=st.sampled_from(["p", "q"]),
+    limit=st.sampled_from([None, 2]),
+)
+def test_a_search_in_a_project_ranks_as_sqlite_ranks_it(
+    entities: list[tuple[str, str, str, str]], query: str, project: str, limit: int | None
+):
+    # Both rank among the project's entities with the statistics of the whole memory.
+    plan = word_search([query], limit=limit)
+    memory = [Entity(name, entity_type, (fact,), project=home) for name, entity_type, fact, home in entities]
+    answers = []
+    with tempfile.TemporaryDirectory() as folder:
+        for store in (SQLiteStore(Path(folder) / "m.db"), JsonlStore(Path(folder) / "m.jsonl")):
+            with store.write():
+                store.insert_entities(memory)
+            with store.read(Scope(project)):
+                answers.append(store.search_entities(plan))
+            store.close()
+    assert answers[0] == answers[1]
+
+
 # -- round trips (hypothesis) ------------------------------------------------------------------
 
 _CHARS = st.one_of(
@@ -572,8 +979,11 @@ _ENTITY_LINE = st.builds(
     _TEXT,
     _TEXT,
     st.lists(_TEXT, max_size=3),
+    # `project` is a field, not an extra key: lines of a project are made by `_in_project`.
     st.dictionaries(
-        _TEXT.filter(lambda key: key not in ("type", "name", "entityType", "observations")), _JSON, max_size=2
+        _TEXT.filter(lambda key: key not in ("type", "name", "entityType", "observations", "project")),
+        _JSON,
+        max_size=2,
     ),
 )
 _RELATION_LINE = st.builds(
@@ -587,8 +997,24 @@ _RELATION_LINE = st.builds(
     _TEXT,
     _TEXT,
     _TEXT,
-    st.dictionaries(_TEXT.filter(lambda key: key not in ("type", "from", "to", "relationType")), _JSON, max_size=2),
+    st.dictionaries(
+        _TEXT.filter(lambda key: key not in ("type", "from", "to", "relationType", "project")), _JSON, max_size=2
+    ),
 )
+
+
+def _in_project(record: dict[str, Any], project: str) -> dict[str, Any]:
+    """The record as a line of `project` is written: its key right after the four official ones
+    (none for the shared space)."""
+    if not project:
+        return record
+    items = list(record.items())
+    return dict([*items[:4], ("project", project), *items[4:]])
+
+
+_PROJECTS = st.sampled_from(["", "github.com/acme/api", "/home/a/tool"]) | _TEXT
+_PROJECT_ENTITY_LINE = st.builds(_in_project, _ENTITY_LINE, _PROJECTS)
+_PROJECT_RELATION_LINE = st.builds(_in_project, _RELATION_LINE, _PROJECTS)
 _OTHER_LINE = st.builds(
     lambda kind, payload: {"type": kind, "payload": payload}, st.sampled_from(["_aim", "observation"]), _JSON
 )
@@ -601,8 +1027,8 @@ def _official(records: list[dict[str, Any]]) -> bytes:
 
 @settings(max_examples=80, deadline=None)
 @given(
-    head=st.lists(st.one_of(_ENTITY_LINE, _ENTITY_LINE, _OTHER_LINE), max_size=6),
-    relations=st.lists(_RELATION_LINE, max_size=6),
+    head=st.lists(st.one_of(_ENTITY_LINE, _PROJECT_ENTITY_LINE, _OTHER_LINE), max_size=6),
+    relations=st.lists(st.one_of(_RELATION_LINE, _PROJECT_RELATION_LINE), max_size=6),
 )
 def test_any_file_loaded_and_written_again_is_identical(head: list[dict[str, Any]], relations: list[dict[str, Any]]):
     original = _official(head + relations)
@@ -647,23 +1073,30 @@ def test_a_file_imported_into_sqlite_exports_the_same_bytes(
 _NAMES = st.sampled_from(["a", "b", "c"])
 _OPERATIONS = st.lists(
     st.one_of(
-        st.tuples(st.just("insert_entity"), _NAMES, st.lists(st.sampled_from("xyz"), max_size=2)),
-        st.tuples(st.just("insert_relation"), _NAMES, _NAMES),
+        st.tuples(st.just("insert_entity"), _NAMES, st.lists(st.sampled_from("xyz"), max_size=2), _HOMES),
+        st.tuples(st.just("insert_relation"), _NAMES, _NAMES, _HOMES),
         st.tuples(st.just("append"), _NAMES, st.lists(st.sampled_from("xyz"), min_size=1, max_size=2)),
         st.tuples(st.just("remove"), _NAMES, st.lists(st.sampled_from("xyz"), max_size=2)),
         st.tuples(st.just("delete_entities"), st.lists(_NAMES, max_size=2)),
         st.tuples(st.just("delete_relation"), _NAMES, _NAMES),
+        st.tuples(st.just("move_entity"), _NAMES, _HOMES),
+        st.tuples(st.just("move_relation"), _NAMES, _NAMES, _HOMES),
     ),
     max_size=12,
 )
+_SCOPES = [EVERY, Scope("p")]
 
 
 def _apply(store: JsonlStore, operation: tuple[Any, ...]) -> None:
     match operation:
-        case ("insert_entity", name, observations):
-            store.insert_entities([Entity(name, "t", tuple(observations))])
-        case ("insert_relation", from_, to):
-            store.insert_relations([Relation(from_, to, "r")])
+        case ("insert_entity", name, observations, project):
+            store.insert_entities([Entity(name, "t", tuple(observations), project=project)])
+        case ("insert_relation", from_, to, project):
+            store.insert_relations([Relation(from_, to, "r", project=project)])
+        case ("move_entity", name, project):
+            store.move_entities([name], project)
+        case ("move_relation", from_, to, project):
+            store.move_relations([(from_, to, "r")], project)
         case ("append", name, contents):
             store.append_observations(name, contents)
         case ("remove", name, contents):
@@ -675,13 +1108,19 @@ def _apply(store: JsonlStore, operation: tuple[Any, ...]) -> None:
 
 
 def _everything(store: JsonlStore) -> object:
-    """What every query answers, so indexes that drift from the rows would show."""
+    """What every query answers, in every project and in one, so indexes that drift from the rows would show."""
+    return [_everything_in(store, scope) for scope in _SCOPES]
+
+
+def _everything_in(store: JsonlStore, scope: Scope) -> object:
     names = ["a", "b", "c"]
-    with store.read():
+    with store.read(scope):
         hits = store.find_text("x")
         return (
-            list(store.iter_entities()),
-            list(store.iter_relations()),
+            # `project` is no part of equality: compared on its own.
+            [(entity, entity.project) for entity in store.iter_entities()],
+            [(relation, relation.project) for relation in store.iter_relations()],
+            store.project_counts(),
             store.existing_names(names),
             store.get_entities(names),
             [store.observations_of(name) for name in names],
@@ -697,9 +1136,9 @@ def _everything(store: JsonlStore) -> object:
 
 
 @settings(max_examples=80, deadline=None)
-@given(first=_OPERATIONS, second=_OPERATIONS, fail=st.booleans())
+@given(first=_OPERATIONS, second=_OPERATIONS, fail=st.booleans(), scope=st.sampled_from(_SCOPES))
 def test_memory_always_matches_the_file_after_commits_and_rollbacks(
-    first: list[tuple[Any, ...]], second: list[tuple[Any, ...]], fail: bool
+    first: list[tuple[Any, ...]], second: list[tuple[Any, ...]], fail: bool, scope: Scope
 ):
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "memory.jsonl"
@@ -709,7 +1148,7 @@ def test_memory_always_matches_the_file_after_commits_and_rollbacks(
                 _apply(store, operation)
         before = _everything(store)
         try:
-            with store.write():
+            with store.write(scope):
                 for operation in second:
                     _apply(store, operation)
                 if fail:

@@ -10,6 +10,22 @@ Only JSON that JavaScript's `JSON.parse` also accepts is read: Python alone woul
 take `NaN`/`Infinity` (and turn `1e400` into an infinity it then writes as
 `Infinity`), and a file holding such a line would stop the official server from
 loading anything.
+
+Projects (design/projects-and-time.md): an entity or relation of a project carries
+`"project":"<key>"` right after the official keys, before any extra key:
+
+    {"type":"entity","name":"README","entityType":"file","observations":[],"project":"github.com/acme/api"}
+
+The shared space's lines carry no `project` key, so a memory without projects is written
+byte for byte as before, and a file without the key (the official server's) opens with
+everything shared. The key is `Entity.project` / `Relation.project`, never an `extra` key:
+`"project":""` reads as the shared space (and is written back without the key), and a
+`project` that is not a string makes the line unreadable, as a `name` that is not one does.
+The official server reads every line and ignores the key, so it sees every project as one
+memory (one name in two projects is, to it, a name written twice, and its point operations
+act on the first). A rewrite by it may drop the key (its current releases write only the
+keys they know): those entities and relations then fall back to the shared space, which
+graphmem reads as it reads any duplicate names of a file, and nothing is lost.
 """
 
 from __future__ import annotations
@@ -24,6 +40,7 @@ from typing import Any, NoReturn
 
 from graphmem.core.errors import ImportFormatError
 from graphmem.core.models import Entity, Relation
+from graphmem.core.projects import SHARED
 
 __all__ = [
     "EntityRecord",
@@ -41,6 +58,10 @@ __all__ = [
 
 _ENTITY_KEYS = ("type", "name", "entityType", "observations")
 _RELATION_KEYS = ("type", "from", "to", "relationType")
+_PROJECT_KEY = "project"
+# The keys a line's record reads itself; everything else on the line is extra.
+_ENTITY_FIELDS = (*_ENTITY_KEYS, _PROJECT_KEY)
+_RELATION_FIELDS = (*_RELATION_KEYS, _PROJECT_KEY)
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _JSON_WHITESPACE = " \t\r\n"
 
@@ -101,8 +122,22 @@ def _escape_lone_surrogates(text: str) -> str:
     return text
 
 
+def _project_member(project: str) -> str:
+    """The `,"project":…` a line of a project carries before its closing brace; nothing for the shared space."""
+    return f',"project":{_quote(project)}' if project else ""
+
+
+def _with_extra(record: dict[str, Any], project: str, extra: dict[str, Any]) -> str:
+    if project:
+        record[_PROJECT_KEY] = project
+    # An extra `project` (no reader puts one there) is never written: on the line the key
+    # says where the record lives, and reading it back would move the record there.
+    record.update((key, value) for key, value in extra.items() if key not in record and key != _PROJECT_KEY)
+    return encode_value(record)
+
+
 def encode_entity(entity: Entity, extra: dict[str, Any] | None = None) -> str:
-    """The entity's line: the official keys in the official order, then its extra keys."""
+    """The entity's line: the official keys in the official order, its project, then its extra keys."""
     extra = entity.extra if extra is None else extra
     if not extra:
         # The common case built from quoted strings: the same bytes as encoding the dict,
@@ -110,24 +145,20 @@ def encode_entity(entity: Entity, extra: dict[str, Any] | None = None) -> str:
         observations = ",".join(map(_quote, entity.observations))
         return _escape_lone_surrogates(
             f'{{"type":"entity","name":{_quote(entity.name)},"entityType":{_quote(entity.entity_type)},'
-            f'"observations":[{observations}]}}'
+            f'"observations":[{observations}]{_project_member(entity.project)}}}'
         )
-    record: dict[str, Any] = {"type": "entity", **entity.to_wire()}
-    record.update((key, value) for key, value in extra.items() if key not in record)
-    return encode_value(record)
+    return _with_extra({"type": "entity", **entity.to_wire()}, entity.project, extra)
 
 
 def encode_relation(relation: Relation, extra: dict[str, Any] | None = None) -> str:
-    """The relation's line: the official keys in the official order, then its extra keys."""
+    """The relation's line: the official keys in the official order, its project, then its extra keys."""
     extra = relation.extra if extra is None else extra
     if not extra:
         return _escape_lone_surrogates(
             f'{{"type":"relation","from":{_quote(relation.from_)},"to":{_quote(relation.to)},'
-            f'"relationType":{_quote(relation.relation_type)}}}'
+            f'"relationType":{_quote(relation.relation_type)}{_project_member(relation.project)}}}'
         )
-    record: dict[str, Any] = {"type": "relation", **relation.to_wire()}
-    record.update((key, value) for key, value in extra.items() if key not in record)
-    return encode_value(record)
+    return _with_extra({"type": "relation", **relation.to_wire()}, relation.project, extra)
 
 
 def encode_graph(entities: Iterable[Entity], relations: Iterable[Relation]) -> Iterator[str]:
@@ -148,11 +179,18 @@ def _string(value: Any, key: str, line_no: int) -> str:
     return value
 
 
+def _project(value: dict[str, Any], line_no: int) -> str:
+    """The line's project: its `project` key, or the shared space when it has none."""
+    project = value.get(_PROJECT_KEY, SHARED)
+    return _string(project, _PROJECT_KEY, line_no)
+
+
 def decode_line(line: str, line_no: int) -> Record | None:
     """Parse one line; None for a blank one.
 
     Raises:
-        ImportFormatError: the line is not JSON, or an entity/relation lacks a field.
+        ImportFormatError: the line is not JSON, or an entity/relation lacks a field or has
+            one (its `project` included) of the wrong type.
     """
     # JSON's own whitespace only: JSON.parse rejects a no-break space around a record.
     text = line.strip(_JSON_WHITESPACE)
@@ -174,14 +212,18 @@ def decode_line(line: str, line_no: int) -> Record | None:
             raise ImportFormatError(line_no, "'observations' must be a list of strings.")
         name = _string(value.get("name"), "name", line_no)
         entity_type = _string(value.get("entityType"), "entityType", line_no)
-        # Only look for extra keys when there are more keys than the official ones present.
-        has_extra = len(value) > 3 + ("observations" in value)
-        extra = {k: v for k, v in value.items() if k not in _ENTITY_KEYS} if has_extra else {}
-        return EntityRecord(Entity(name, entity_type, tuple(observations), extra or None), extra)
+        # Only look for the project and extra keys when there are more keys than the official
+        # ones present: most lines of most files have neither.
+        has_more = len(value) > 3 + ("observations" in value)
+        project = _project(value, line_no) if has_more else SHARED
+        extra = {k: v for k, v in value.items() if k not in _ENTITY_FIELDS} if has_more else {}
+        return EntityRecord(Entity(name, entity_type, tuple(observations), extra or None, project), extra)
     if kind == "relation":
         from_ = _string(value.get("from"), "from", line_no)
         to = _string(value.get("to"), "to", line_no)
         relation_type = _string(value.get("relationType"), "relationType", line_no)
-        extra = {k: v for k, v in value.items() if k not in _RELATION_KEYS} if len(value) > 4 else {}
-        return RelationRecord(Relation(from_, to, relation_type, extra or None), extra)
+        has_more = len(value) > 4
+        project = _project(value, line_no) if has_more else SHARED
+        extra = {k: v for k, v in value.items() if k not in _RELATION_FIELDS} if has_more else {}
+        return RelationRecord(Relation(from_, to, relation_type, extra or None, project), extra)
     return OtherRecord(line.rstrip("\r"), kind)

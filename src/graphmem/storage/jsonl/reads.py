@@ -1,4 +1,9 @@
-"""JsonlStore's reads and searches: entities and relations, pages, counts, analytics rows, text and word search."""
+"""JsonlStore's reads and searches: entities and relations, pages, counts, analytics rows, text and word search.
+
+Every read answers within the transaction's scope (graphmem.core.projects): the rows of the
+projects it sees, found through the indexes by name and key or by one pass over the rows. The
+word ranking alone reads every project's entities, for its statistics (below).
+"""
 
 from __future__ import annotations
 
@@ -79,29 +84,54 @@ class _Reads(_Tables):
         resolved = {name: name for name in names if self._first_entity(name) is not None}
         others = [name for name in names if name not in resolved]
         if others:
-            if self._alias_index is None:
-                # Built when an alias is first looked up after a change: names that are
-                # entities (the usual case) never pay for it.
-                self._alias_index = {}
-                for entity in self.iter_entities():
-                    for alias in entity.aliases:
-                        self._alias_index.setdefault(alias, entity.name)
-            resolved.update({name: self._alias_index[name] for name in others if name in self._alias_index})
+            aliases = self._aliases()
+            for name in others:
+                # The oldest entity the scope sees that answers to the alias wins.
+                for position in aliases.get(name, ()):
+                    row = self._head[position]
+                    assert row is not None and isinstance(row.value, Entity)  # the index is dropped on a change
+                    if self._scope.sees(row.value.project):
+                        resolved[name] = row.value.name
+                        break
         return resolved
+
+    def _aliases(self) -> dict[str, list[int]]:
+        """The alias index, across every project (each look-up keeps what its scope sees)."""
+        if self._alias_index is None:
+            # Built when an alias is first looked up after a change: names that are
+            # entities (the usual case) never pay for it.
+            self._alias_index = {}
+            for position, row in enumerate(self._head):
+                if row is not None and isinstance(row.value, Entity):
+                    for alias in dict.fromkeys(row.value.aliases):
+                        self._alias_index.setdefault(alias, []).append(position)
+        return self._alias_index
 
     def get_entities(self, names: Sequence[str]) -> list[Entity]:
         positions = sorted({p for name in set(names) for p in self._entity_positions(name)})
         return [row.value for p in positions if (row := self._head[p]) is not None and isinstance(row.value, Entity)]
 
     def iter_entities(self) -> Iterator[Entity]:
+        if self._scope.every:
+            for row in self._head:
+                if row is not None and isinstance(row.value, Entity):
+                    yield row.value
+            return
+        seen = self._scope.visible
         for row in self._head:
-            if row is not None and isinstance(row.value, Entity):
+            if row is not None and isinstance(row.value, Entity) and row.value.project in seen:
                 yield row.value
 
     def iter_relations(self) -> Iterator[Relation]:
-        for row in self._relations:
-            if row is not None:
-                yield row.value
+        if self._scope.every:
+            for relation_row in self._relations:
+                if relation_row is not None:
+                    yield relation_row.value
+            return
+        seen = self._scope.visible
+        for relation_row in self._relations:
+            if relation_row is not None and relation_row.value.project in seen:
+                yield relation_row.value
 
     def official_graph(self, at_most: int) -> dict[str, list[dict[str, Any]]] | None:
         # Stop at the first entity past the limit: a large memory is never written out here.
@@ -121,7 +151,8 @@ class _Reads(_Tables):
 
     def relations_touching(self, names: Sequence[str]) -> list[Relation]:
         positions = {p for name in set(names) for p in self._by_endpoint.get(name, ())}
-        return [row.value for p in sorted(positions) if (row := self._relations[p]) is not None]
+        visible = self._visible_relations(sorted(positions))
+        return [row.value for p in visible if (row := self._relations[p]) is not None]
 
     def relations_among(self, names: Sequence[str], limit: int) -> list[Relation]:
         wanted = set(names)
@@ -136,7 +167,7 @@ class _Reads(_Tables):
         return [relation.key for relation in self.relations_touching(names)]
 
     def existing_relations(self, keys: Sequence[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
-        return {key for key in keys if self._live_relations(self._by_key.get(key, ()))}
+        return {key for key in keys if self._visible_relations(self._by_key.get(key, ()))}
 
     def observations_of(self, name: str) -> list[str] | None:
         found = self._first_entity(name)
@@ -144,8 +175,9 @@ class _Reads(_Tables):
 
     def find_text(self, needle: str) -> dict[str, FieldHits]:
         hits: dict[str, FieldHits] = {}
+        every, seen = self._scope.every, self._scope.visible
         for position, row in enumerate(self._head):
-            if row is None or not isinstance(row.value, Entity):
+            if row is None or not isinstance(row.value, Entity) or not (every or row.value.project in seen):
                 continue
             if row.folded is None:
                 row.folded = _fold(row.value)
@@ -160,7 +192,8 @@ class _Reads(_Tables):
             order = position
             previous = hits.get(entity.name)
             if previous is not None:
-                # Entities sharing a name (kept from a file) answer as one, at the first's place.
+                # Entities sharing a name (kept from a file, or in two projects seen at once)
+                # answer as one, at the first's place.
                 in_type = in_type or previous.in_type
                 count += previous.observation_hits
                 order = previous.order
@@ -170,7 +203,11 @@ class _Reads(_Tables):
     # -- ranked search (issue 3, part 1) ---------------------------------------------------
 
     def search_entities(self, search: WordSearch) -> SearchResult:
-        # The word index is every entity row, whatever the type filter, as in FTS5.
+        # The word index is every entity row, whatever the type filter and the scope, as in
+        # FTS5: SQLite's BM25 counts every project's documents, so its scores, and which words
+        # are found everywhere, are those of the whole memory. Only the entities the scope
+        # sees are matched.
+        every, seen = self._scope.every, self._scope.visible
         rows: list[tuple[int, _HeadRow, Entity]] = []
         documents: list[WordDocument] = []
         for position, row in enumerate(self._head):
@@ -187,6 +224,8 @@ class _Reads(_Tables):
         for index, (position, row, entity) in enumerate(rows):
             if search.entity_type is not None and entity.entity_type != search.entity_type:
                 continue
+            if not (every or entity.project in seen):
+                continue
             if row.folded is None:
                 row.folded = _fold(entity)
             official = any(needle in row.folded and _contains(entity, needle) for needle in search.needles)
@@ -195,7 +234,8 @@ class _Reads(_Tables):
                 continue
             previous = best.get(entity.name)
             if previous is not None:
-                # Entities sharing a name (kept from a file) rank as one, where the first match is.
+                # Entities sharing a name (kept from a file, or in two projects seen at once)
+                # rank as one, where the first match is.
                 official, score, position = official or previous[0], max(score, previous[1]), previous[2]
             best[entity.name] = (official, score, position)
         ordered = sorted(best.items(), key=lambda item: (not item[1][0], -item[1][1], item[1][2]))
@@ -219,7 +259,11 @@ class _Reads(_Tables):
         for entity in self.iter_entities():
             entities += 1
             observations += len(entity.observations)
-        return StoreCounts(entities, len(self._relations) - self._dead_relations, observations)
+        if self._scope.every:
+            relations = len(self._relations) - self._dead_relations
+        else:
+            relations = sum(1 for _ in self.iter_relations())
+        return StoreCounts(entities, relations, observations)
 
     # -- navigation (issue 3, parts 3 and 4) -----------------------------------------------
 

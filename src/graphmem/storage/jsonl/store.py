@@ -6,6 +6,12 @@ The whole graph lives in memory, indexed by name, and the file is the truth:
               ─► rewrite the file atomically if anything changed ─► unlock
     read():   flock(<file>.lock, SH) ─► re-read the file if it changed ─► run the block
 
+Each transaction runs in a `Scope` (graphmem.core.projects), kept on the store while it runs:
+the store's mutex is held for the whole transaction, so no other thread's call can run in
+between, and a transaction opened inside it (the same thread, the mutex being reentrant)
+joins it in its scope. Every entity and relation is in memory whatever its project; each
+read and write keeps to the rows of the projects the scope sees.
+
 The rewrite goes to a temp file in the same folder (fsync'd, given the old file's mode,
 0600 for a new one), is renamed over the file, and the folder is fsync'd, so a crash
 leaves the old or the new file, never half of one. The file is written exactly as the
@@ -45,6 +51,7 @@ from pathlib import Path
 
 from graphmem.core.errors import ImportFormatError, StorageBusyError, StorageError
 from graphmem.core.models import Entity
+from graphmem.core.projects import EVERY, Scope
 from graphmem.storage.base import map_backend_errors
 from graphmem.storage.files import fsync_directory
 from graphmem.storage.jsonl.format import (
@@ -55,7 +62,7 @@ from graphmem.storage.jsonl.format import (
     encode_entity,
     encode_relation,
 )
-from graphmem.storage.jsonl.reads import _Reads
+from graphmem.storage.jsonl.projects import _Projects
 from graphmem.storage.jsonl.tables import _COMPACT_AFTER, _HeadRow, _RelationRow
 from graphmem.storage.jsonl.writes import _Writes
 
@@ -131,7 +138,7 @@ def _migrate_legacy_file(path: Path) -> None:
     print(_LEGACY_COMPLETED, file=sys.stderr, flush=True)
 
 
-class JsonlStore(_Writes, _Reads):
+class JsonlStore(_Writes, _Projects):
     """A `Store` over one JSONL memory file, shared safely with other graphmem processes.
 
     Args:
@@ -173,6 +180,8 @@ class JsonlStore(_Writes, _Reads):
         """Write transactions this store committed (see `committed_writes`)."""
         self._depth = 0
         self._writing = False
+        self._scope = EVERY
+        """The scope of the transaction in progress; EVERY between them."""
         self._closed = False
         self._loaded = False
         self._stamp: _Stamp = None
@@ -363,14 +372,17 @@ class JsonlStore(_Writes, _Reads):
     # -- transactions -----------------------------------------------------------
 
     @contextmanager
-    def _transaction(self, writing: bool) -> Iterator[None]:
+    def _transaction(self, writing: bool, scope: Scope) -> Iterator[None]:
         with self._mutex:
             if self._closed:
                 raise StorageError(f"The memory file {self.location} is closed; nothing was changed.")
             if self._depth:
+                # Already inside a transaction on this store: join it, in its scope. EVERY is
+                # what a caller that names no scope asks for (a helper inside the domain's call).
+                if scope != self._scope and scope != EVERY:
+                    raise ValueError(f"a transaction in {scope} cannot join one in {self._scope}")
                 if writing and not self._writing:
                     raise RuntimeError("write() cannot start inside read(); open the write first.")
-                # Already inside a transaction on this store: join it.
                 self._depth += 1
                 try:
                     yield
@@ -384,7 +396,7 @@ class JsonlStore(_Writes, _Reads):
                 else:
                     locked = self._shared_lock_or_snapshot()
             try:
-                self._depth, self._writing = 1, writing
+                self._depth, self._writing, self._scope = 1, writing, scope
                 with map_backend_errors():
                     self._refresh()
                 self._clear_journal()
@@ -411,16 +423,16 @@ class JsonlStore(_Writes, _Reads):
                 ):
                     self._compact()
             finally:
-                self._depth, self._writing = 0, False
+                self._depth, self._writing, self._scope = 0, False, EVERY
                 if locked:
                     with map_backend_errors():
                         fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    def write(self) -> AbstractContextManager[None]:
-        return self._transaction(writing=True)
+    def write(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
+        return self._transaction(writing=True, scope=scope)
 
-    def read(self) -> AbstractContextManager[None]:
-        return self._transaction(writing=False)
+    def read(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
+        return self._transaction(writing=False, scope=scope)
 
     def bulk_insert(self) -> AbstractContextManager[None]:
         # The file is written once per transaction already.

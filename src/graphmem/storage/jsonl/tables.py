@@ -2,6 +2,10 @@
 
 Rows keep their positions while a transaction runs (a deleted one leaves a hole), so the
 indexes stay valid and the journal can put back exactly what was replaced.
+
+The indexes are by name and by relation key across every project: a name is held once per
+project (save a file's duplicates), so a name's positions are few, and each look-up keeps
+those of the projects the transaction's scope sees (`_holds`, `_visible_relations`).
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from graphmem.core.models import Entity, Relation
+from graphmem.core.projects import Scope
 from graphmem.storage.jsonl.format import OtherRecord
 from graphmem.storage.words import WordDocument
 
@@ -48,6 +53,7 @@ class _Tables:
 
     # Set by JsonlStore's transactions; declared here for the mixins that use it.
     _writing: bool
+    _scope: Scope
 
     def _reset(self) -> None:
         # `_head` holds entity lines and other lines in file order, `_relations` the
@@ -61,7 +67,9 @@ class _Tables:
         self._by_endpoint: dict[str, list[int]] = {}
         self._dead_head = 0
         self._dead_relations = 0
-        self._alias_index: dict[str, str] | None = None
+        self._alias_index: dict[str, list[int]] | None = None
+        """Each alias with the positions of the entities holding it, oldest first; built when
+        first needed after a change to the entity rows (which drops it)."""
         self._clear_journal()
 
     def _clear_journal(self) -> None:
@@ -70,6 +78,10 @@ class _Tables:
         self._head_journal: list[tuple[int, _HeadRow | None]] = []
         self._relation_journal: list[tuple[int, _RelationRow | None]] = []
         self._mark = (len(self._head), len(self._relations), self._dead_head, self._dead_relations)
+
+    def _check_writing(self) -> None:
+        if not self._writing:
+            raise RuntimeError("JsonlStore changes must happen inside write().")
 
     def _add_head(self, row: _HeadRow) -> None:
         position = len(self._head)
@@ -93,23 +105,36 @@ class _Tables:
         self._alias_index = None
         self._dead_head += row is None
 
+    def _set_relation(self, position: int, row: _RelationRow) -> None:
+        """Replace a live relation row by one of the same key (the indexes stay as they are)."""
+        self._relation_journal.append((position, self._relations[position]))
+        self._relations[position] = row
+
     def _delete_relation(self, position: int) -> None:
         self._relation_journal.append((position, self._relations[position]))
         self._relations[position] = None
         self._dead_relations += 1
 
     def _entity_positions(self, name: str) -> list[int]:
+        """The positions of the entities called `name` that the scope sees, oldest first."""
         return [p for p in self._by_name.get(name, ()) if self._holds(p, name)]
 
     def _holds(self, position: int, name: str) -> bool:
+        """Whether the row at `position` is an entity called `name` that the scope sees."""
         # `_by_name` entries are hints: a rename (or its rollback) leaves the other name's
         # entry in place, so each is checked against the row it points at.
         row = self._head[position]
-        return row is not None and isinstance(row.value, Entity) and row.value.name == name
+        return (
+            row is not None
+            and isinstance(row.value, Entity)
+            and row.value.name == name
+            and self._scope.sees(row.value.project)
+        )
 
     def _first_entity(self, name: str) -> tuple[int, Entity] | None:
-        # Duplicate names in a file are all kept; like the official `find()`, point
-        # operations act on the first.
+        # Seen across every project, or in a file holding duplicate names (all kept), a name
+        # may be several entities: point operations act on the first, like the official
+        # `find()`. Across projects the domain refuses a write that names one of several.
         for position in self._by_name.get(name, ()):
             if self._holds(position, name):
                 row = self._head[position]
@@ -118,7 +143,15 @@ class _Tables:
         return None
 
     def _live_relations(self, positions: Iterable[int]) -> list[int]:
+        """The positions of live relation rows among `positions`, in every project."""
         return [p for p in positions if self._relations[p] is not None]
+
+    def _visible_relations(self, positions: Iterable[int]) -> list[int]:
+        """The positions of live relation rows among `positions` that the scope sees."""
+        if self._scope.every:
+            return self._live_relations(positions)
+        seen = self._scope.visible
+        return [p for p in positions if (row := self._relations[p]) is not None and row.value.project in seen]
 
     def _rollback(self) -> None:
         """Put the in-memory graph back as it was when the transaction began."""

@@ -29,33 +29,51 @@ class _Tally:
 class _Projects(_Reads):
     """The project methods of `JsonlStore`."""
 
-    def move_entities(self, names: Sequence[str], project: str) -> int:
+    _writes: int
+    _writing: bool
+    _holds_projects_at: tuple[tuple[int, int, int], bool] | None = None
+    """Whether the memory held projects, and in which state (`holds_projects`)."""
+
+    def move_entities(self, names: Sequence[str], source: str, target: str) -> int:
         self._check_writing()
-        moved: set[tuple[str, str]] = set()
+        moved: set[str] = set()
         for name in dict.fromkeys(names):
-            for position in self._entity_positions(name):
+            for position in self._by_name.get(name, ()):
                 row = self._head[position]
-                assert row is not None and isinstance(row.value, Entity)
+                # `_by_name` entries are hints (see `_holds`): each is checked against its row.
+                if row is None or not isinstance(row.value, Entity) or row.value.name != name:
+                    continue
                 entity = row.value
-                # One already there does not move (and leaves the file as it is).
-                if entity.project != project:
-                    moved.add((entity.project, name))
-                    moving = Entity(entity.name, entity.entity_type, entity.observations, entity.extra, project)
+                if entity.project == source and source != target:
+                    moved.add(name)
+                    moving = Entity(entity.name, entity.entity_type, entity.observations, entity.extra, target)
                     self._set_head(position, _HeadRow(moving))
         return len(moved)
 
-    def move_relations(self, keys: Sequence[tuple[str, str, str]], project: str) -> int:
+    def move_relations(self, keys: Sequence[tuple[str, str, str]], source: str, target: str) -> int:
         self._check_writing()
-        moved: set[tuple[str, tuple[str, str, str]]] = set()
+        moved: set[tuple[str, str, str]] = set()
         for key in dict.fromkeys(keys):
-            for position in self._visible_relations(self._by_key.get(key, ())):
+            for position in self._live_relations(self._by_key.get(key, ())):
                 row = self._relations[position]
                 assert row is not None
                 relation = row.value
-                if relation.project != project:
-                    moved.add((relation.project, key))
-                    self._set_relation(position, _RelationRow(Relation(*key, relation.extra, project)))
+                if relation.project == source and source != target:
+                    moved.add(key)
+                    self._set_relation(position, _RelationRow(Relation(*key, relation.extra, target)))
         return len(moved)
+
+    def holds_projects(self) -> bool:
+        # Read on every read of the whole graph across every project: one pass over the rows
+        # per state of the memory (the rows and the write count), not one per read.
+        state = (self._writes, len(self._head), len(self._relations))
+        if self._holds_projects_at is None or self._holds_projects_at[0] != state or self._writing:
+            held = any(
+                row is not None and isinstance(row.value, Entity) and row.value.project for row in self._head
+            ) or any(row is not None and row.value.project for row in self._relations)
+            self._holds_projects_at = None if self._writing else (state, held)
+            return held
+        return self._holds_projects_at[1]
 
     def project_counts(self) -> list[ProjectCounts]:
         tallies: dict[str, _Tally] = {}

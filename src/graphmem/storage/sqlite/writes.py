@@ -165,6 +165,16 @@ class _Writes(_Reads):
                 f"{touching.format(gone=gone, end='from_name')} UNION {touching.format(gone=gone, end='to_name')})",
                 (names_json,),
             )
+            # A name no entity holds here: the relations naming it that the scope sees go, as
+            # the official server deletes relations to an entity that never existed.
+            missing = sorted(set(names) - self.existing_names(names))
+            if missing:
+                missing_json = texts_json(missing)
+                self._conn.execute(
+                    f"DELETE FROM relations WHERE (from_name IN ({texts_in(missing_json, '?1')})"
+                    f" OR to_name IN ({texts_in(missing_json, '?1')})){seen}",
+                    (missing_json,),
+                )
         self._conn.execute(
             f"DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE name IN ({names_in}){seen})",
             (names_json,),

@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 
 from graphmem.core.errors import SchemaVersionError, StorageError
+from graphmem.core.projects import EVERY, Scope
 from graphmem.storage.postgres.connection import IDLE_IN_TRANSACTION_MS, map_postgres_errors
 from graphmem.storage.postgres.lending import ConnectionLender
 from graphmem.storage.postgres.reads import Transaction
@@ -90,12 +91,14 @@ class PostgresStore(_Search, _Vectors):
     # -- transactions -------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self, writing: bool) -> Iterator[None]:
+    def _transaction(self, writing: bool, scope: Scope) -> Iterator[None]:
         current: Transaction | None = getattr(self._local, "tx", None)
         if current is not None:
             if writing and not current.writing:
                 raise RuntimeError("write() cannot start inside read(); open the write first.")
-            # Already inside a transaction on this thread: join it.
+            if scope != current.scope and scope != EVERY:
+                raise ValueError(f"a transaction in {current.scope} cannot join one in {scope}")
+            # Already inside a transaction on this thread: join it, in its scope.
             current.depth += 1
             try:
                 yield
@@ -118,7 +121,9 @@ class PostgresStore(_Search, _Vectors):
             + ("" if writing else "; SELECT writes FROM graphmem_state WHERE id = 1")
         )
         with map_postgres_errors(timed), self._connections.first_statement(first) as (conn, cursor):
-            tx = Transaction(conn, writing)
+            # The scope lives on the transaction, which lives on this thread: another thread's
+            # transaction, on another connection, has its own.
+            tx = Transaction(conn, writing, scope)
             if not writing:
                 while cursor.nextset():
                     pass
@@ -151,11 +156,11 @@ class PostgresStore(_Search, _Vectors):
         tx.cursor.execute(f"SET LOCAL lock_timeout = {_STATE_ROW_WAIT_MS}")
         tx.cursor.execute(_STATE_DELTA, (delta.entities, delta.observations, delta.relations, delta.words))
 
-    def write(self) -> AbstractContextManager[None]:
-        return self._transaction(writing=True)
+    def write(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
+        return self._transaction(writing=True, scope=scope)
 
-    def read(self) -> AbstractContextManager[None]:
-        return self._transaction(writing=False)
+    def read(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
+        return self._transaction(writing=False, scope=scope)
 
     @contextmanager
     def bulk_insert(self) -> Iterator[None]:

@@ -198,6 +198,31 @@ def test_each_thread_s_transaction_keeps_its_own_scope(store: PostgresStore):
         assert tool.result() == [("explains the tool",)]
 
 
+def test_a_project_key_of_any_characters_is_kept_apart_from_another(store: PostgresStore):
+    # A folder's path may hold a quote, a percent sign (psycopg's parameter mark), a backslash,
+    # a character outside the BMP, U+0001 (which the stored escape uses) or a lone surrogate;
+    # the other project's key is the start of this one's.
+    odd, start = Scope("/home/o'neil/100% \\done 😀 \x01 \udcff"), Scope("/home/o'neil/100% \\done")
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("notes", "file", ("odd place",), project=odd.home),
+                Entity("notes", "file", ("plain place",), project=start.home),
+                Entity("todo", "file"),
+            ]
+        )
+    with store.read(odd):
+        assert [(e.name, e.project, e.observations) for e in store.get_entities(["notes", "todo"])] == [
+            ("notes", odd.home, ("odd place",)),
+            ("todo", "", ()),
+        ]
+        assert store.counts() == StoreCounts(2, 0, 1)
+        assert [hit.name for hit in store.search_entities(word_search(["place"], limit=10)).hits] == ["notes"]
+        assert [c.project for c in store.project_counts()] == ["", odd.home]
+    with store.read(start):
+        assert store.observations_of("notes") == ["plain place"]
+
+
 def test_a_search_by_meaning_keeps_to_the_scope_and_each_text_to_its_own_entity(store: PostgresStore):
     if store.why_no_vectors is not None:
         pytest.skip(store.why_no_vectors)

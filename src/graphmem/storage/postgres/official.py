@@ -172,8 +172,8 @@ def _newest_observations(
     """`_observations` for the first `reach`: reading the newest observations, a window of
     ids at a time, sized from how often the needle occurred in the windows read so far.
 
-    In a small project of a large memory the first window holds few of its observations: the
-    rate met is low, and the index answers for the rest after that one window."""
+    In a small project of a large memory a window holds few of its observations: the rate met
+    is low, and the index (with the project's filter) answers for the rest after a window or two."""
     ((low, high),) = rows("SELECT min(id), max(id) FROM observations", ())
     if low is None:
         return

@@ -159,6 +159,8 @@ class _Reads:
             tx.memory_lock = "exclusive"
 
     def _lock_names(self, names: Iterable[str]) -> None:
+        # By name alone, whatever the project: two writers creating one name, one in a project and
+        # one in the shared space, take turns, and the second sees the name the first made.
         self._lock(lock_key("e", name) for name in names)
 
     def existing_names(self, names: Sequence[str]) -> set[str]:

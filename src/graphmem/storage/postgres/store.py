@@ -1,14 +1,16 @@
 """PostgresStore: the team backend, one PostgreSQL database shared by many graphmem servers.
 
-    write(): borrow a connection (lending.py) ─► BEGIN READ COMMITTED ─► SET LOCAL timeouts ─► the block
-             (names it reads or writes locked: pg_advisory_xact_lock, in sorted order)
-             ─► rebuild the word documents it changed ─► bump graphmem_state ─► COMMIT
-    read():  borrow a connection ─► BEGIN REPEATABLE READ READ ONLY ─► the block ─► COMMIT
+    write(scope): borrow a connection (lending.py) ─► BEGIN READ COMMITTED ─► SET LOCAL timeouts ─► the block
+                  (names it reads or writes locked: pg_advisory_xact_lock, in sorted order)
+                  ─► rebuild the word documents it changed ─► bump graphmem_state ─► COMMIT
+    read(scope):  borrow a connection ─► BEGIN REPEATABLE READ READ ONLY ─► the block ─► COMMIT
 
 Each thread has its own transaction (a connection of the pool), so one server answers several
-reads at once. Serialization failures, deadlocks and lock timeouts are `StorageBusyError`: the
-server makes the whole call again (server/store_access.py). The class takes its reads from
-reads.py, its writes from writes.py and its searches from search.py.
+reads at once. The transaction holds its scope (graphmem.core.projects): every read and write
+in the block keeps to the projects it sees (scoping.py), and one opened inside it joins it.
+Serialization failures, deadlocks and lock timeouts are `StorageBusyError`: the server makes
+the whole call again (server/store_access.py). The class takes its reads from reads.py and
+navigation.py, its writes from writes.py and its searches from search.py.
 """
 
 from __future__ import annotations

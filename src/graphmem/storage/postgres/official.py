@@ -57,11 +57,15 @@ def contains(column: str, needle: str, params: dict[str, Any]) -> str:
     return condition
 
 
-def walk(rows: Rows, search: WordSearch, reach: int | None, selective: Callable[[Term], bool]) -> list[int]:
+def walk(
+    rows: Rows, search: WordSearch, reach: int | None, selective: Callable[[Term], bool], within: str = ""
+) -> list[int]:
     """Ids of the entities containing a needle, newest first; the first `reach` (or all).
 
     `selective(term)` says whether few enough entities (`WORD_CANDIDATES`) hold the term
-    to check each of them.
+    to check each of them. `within` is what keeps to the transaction's projects: a condition
+    on the entity `e` (`scoping.and_visible`), inside each query, so that the planner may start
+    from a small project's rows.
     """
     found: dict[int, None] = {}
     needles = list(dict.fromkeys(search.needles))
@@ -74,11 +78,11 @@ def walk(rows: Rows, search: WordSearch, reach: int | None, selective: Callable[
             if reach is not None and len(found) >= reach:
                 return list(found)
             if in_names:
-                _names(rows, search, needle, words[needle], reach, found)
+                _names(rows, search, needle, words[needle], reach, found, within)
             elif words[needle] is None and reach is not None:
-                _newest_observations(rows, search, needle, reach, found)
+                _newest_observations(rows, search, needle, reach, found, within)
             else:
-                _observations(rows, search, needle, words[needle], reach, found, below=None)
+                _observations(rows, search, needle, words[needle], reach, found, within, below=None)
     return list(found)
 
 
@@ -89,10 +93,10 @@ def _add(found: dict[int, None], ids: list[tuple[Any, ...]], reach: int | None) 
             return
 
 
-def _filters(search: WordSearch, word: Term | None, entity: str) -> tuple[str, dict[str, Any]]:
-    """SQL conditions (each starting with AND) for the entity type and the needle's word."""
+def _filters(search: WordSearch, word: Term | None, entity: str, within: str) -> tuple[str, dict[str, Any]]:
+    """SQL conditions (each starting with AND) for the projects, the entity type and the needle's word."""
     params: dict[str, Any] = {}
-    where = ""
+    where = within
     if search.entity_type is not None:
         params["type"] = escape(search.entity_type)
         where += " AND e.entity_type = %(type)s"
@@ -103,10 +107,21 @@ def _filters(search: WordSearch, word: Term | None, entity: str) -> tuple[str, d
     return where, params
 
 
+def _entity_join(search: WordSearch, within: str) -> str:
+    """The join of an observation `o` to its entity `e`, when a filter needs the entity."""
+    return "" if search.entity_type is None and not within else " JOIN entities AS e ON e.id = o.entity_id"
+
+
 def _names(
-    rows: Rows, search: WordSearch, needle: str, word: Term | None, reach: int | None, found: dict[int, None]
+    rows: Rows,
+    search: WordSearch,
+    needle: str,
+    word: Term | None,
+    reach: int | None,
+    found: dict[int, None],
+    within: str,
 ) -> None:
-    where, params = _filters(search, word, "e.id")
+    where, params = _filters(search, word, "e.id", within)
     name, kind = contains("e.name_lc", needle, params), contains("e.type_lc", needle, params)
     params["limit"] = reach
     _add(
@@ -126,12 +141,14 @@ def _observations(
     word: Term | None,
     reach: int | None,
     found: dict[int, None],
+    within: str,
     below: int | None,
 ) -> None:
     """The entities whose observations (those with ids under `below`, if given) contain the
-    needle, each at its newest such observation, through an index (the word's or pg_trgm)."""
-    where, params = _filters(search, word, "o.entity_id")
-    join = "" if search.entity_type is None else " JOIN entities AS e ON e.id = o.entity_id"
+    needle, each at its newest such observation, through an index (the word's, pg_trgm's, or
+    a small project's entities and theirs)."""
+    where, params = _filters(search, word, "o.entity_id", within)
+    join = _entity_join(search, within)
     if below is not None:
         where += " AND o.id < %(below)s"
         params["below"] = below
@@ -149,20 +166,25 @@ def _observations(
     )
 
 
-def _newest_observations(rows: Rows, search: WordSearch, needle: str, reach: int, found: dict[int, None]) -> None:
+def _newest_observations(
+    rows: Rows, search: WordSearch, needle: str, reach: int, found: dict[int, None], within: str
+) -> None:
     """`_observations` for the first `reach`: reading the newest observations, a window of
-    ids at a time, sized from how often the needle occurred in the windows read so far."""
+    ids at a time, sized from how often the needle occurred in the windows read so far.
+
+    In a small project of a large memory a window holds few of its observations: the rate met
+    is low, and the index (with the project's filter) answers for the rest after a window or two."""
     ((low, high),) = rows("SELECT min(id), max(id) FROM observations", ())
     if low is None:
         return
-    where, params = _filters(search, None, "o.entity_id")
-    join = "" if search.entity_type is None else " JOIN entities AS e ON e.id = o.entity_id"
+    where, params = _filters(search, None, "o.entity_id", within)
+    join = _entity_join(search, within)
     condition = contains("o.content_lc", needle, params)
     below, window, walked, added = int(high) + 1, _FIRST_WINDOW, 0, 0
     while below > low and len(found) < reach:
         if walked + window > _WALK_AT_MOST:
             # Rare here: the index finds the rest at once.
-            _observations(rows, search, needle, None, reach, found, below=below)
+            _observations(rows, search, needle, None, reach, found, within, below=below)
             return
         params["low"], params["below"] = max(low, below - window), below
         # OFFSET 0 keeps the planner from pushing the LIKE into the window and answering it

@@ -130,8 +130,9 @@ class Scoring:
         return score(frequencies, self.idfs, document.length, self.average)
 
 
-def _filters(exclude: Collection[int], entity_type: str | None) -> tuple[str, list[Any]]:
-    sql, params = "", list[Any]()
+def _filters(exclude: Collection[int], entity_type: str | None, within: str) -> tuple[str, list[Any]]:
+    """Conditions on the entity `e` (each starting with AND), and their parameters."""
+    sql, params = within, list[Any]()
     if exclude:
         sql += " AND NOT (e.id = ANY(%s))"
         params.append(sorted(exclude))
@@ -156,22 +157,33 @@ def _best_first(scored: dict[int, float], wanted: int) -> list[tuple[int, float]
 
 
 def all_matches(
-    rows: Rows, scoring: Scoring, terms: Sequence[Term], wanted: int, exclude: Collection[int], entity_type: str | None
+    rows: Rows,
+    scoring: Scoring,
+    terms: Sequence[Term],
+    wanted: int,
+    exclude: Collection[int],
+    entity_type: str | None,
+    within: str = "",
 ) -> list[tuple[int, float]]:
     """The best `wanted` of every entity holding a term, outside `exclude`, each one scored."""
-    scored = _all_scores(rows, scoring, terms, exclude, entity_type)
+    scored = _all_scores(rows, scoring, terms, exclude, entity_type, within)
     return _best_first(scored, wanted)
 
 
 def _all_scores(
-    rows: Rows, scoring: Scoring, terms: Sequence[Term], exclude: Collection[int], entity_type: str | None
+    rows: Rows,
+    scoring: Scoring,
+    terms: Sequence[Term],
+    exclude: Collection[int],
+    entity_type: str | None,
+    within: str,
 ) -> dict[int, float]:
     conditions, params = [], []
     for term in terms:
         condition, values = _word_condition(term, "w")
         conditions.append(f"({condition})")
         params += values
-    where, more = _filters(exclude, entity_type)
+    where, more = _filters(exclude, entity_type, within)
     found = rows(
         "SELECT e.id, e.word_columns FROM entities AS e WHERE e.id IN"
         f" (SELECT w.entity_id FROM entity_words AS w WHERE {' OR '.join(conditions)}){where}",
@@ -188,18 +200,21 @@ def best_matches(
     wanted: int,
     exclude: Collection[int],
     entity_type: str | None,
+    within: str = "",
 ) -> list[tuple[int, float]]:
     """The best `wanted` entities holding any term outside `exclude`, with their scores.
 
     Best first, equal scores in id order. The decisions of SQLite's `best_matches`, term
     by term, so that the answer is SQLite's: where it would let FTS5 rank every match,
-    every match is scored here.
+    every match is scored here. `within` keeps each query to the transaction's projects (a
+    condition on the entity `e`); the terms' counts, and so the decisions, are the whole
+    memory's, as SQLite's are.
     """
     if not terms or sum(counts) < MIN_MATCHES:
-        return all_matches(rows, scoring, terms, wanted, exclude, entity_type)
+        return all_matches(rows, scoring, terms, wanted, exclude, entity_type, within)
     max_scored = max(MAX_SCORED, min(MAX_SCORED_LARGE, sum(counts) // FTS5_TO_PYTHON))
     bounds = [score_bound(term_idf) for term_idf in scoring.idfs]
-    where, more = _filters((), entity_type)
+    where, more = _filters((), entity_type, within)
     scored: dict[int, float] = {}
     seen: set[int] = set()
     unseen = sorted(range(len(terms)), key=lambda index: counts[index])
@@ -211,11 +226,11 @@ def best_matches(
         index = unseen[0]
         if all(counts[left] > RANKED_AT_MOST for left in unseen):
             among = [terms[left] for left in unseen]
-            scored.update(_score_newest(rows, scoring, among, wanted, set(exclude) | seen, entity_type))
+            scored.update(_score_newest(rows, scoring, among, wanted, set(exclude) | seen, entity_type, within))
             break
         if len(seen) + counts[index] > max_scored:
             # SQLite ranks the rest exactly (FTS5): so does scoring every match left.
-            rest = _all_scores(rows, scoring, [terms[i] for i in unseen], set(exclude) | seen, entity_type)
+            rest = _all_scores(rows, scoring, [terms[i] for i in unseen], set(exclude) | seen, entity_type, within)
             scored.update(rest)
             break
         unseen.pop(0)
@@ -234,15 +249,27 @@ def best_matches(
 
 
 def newest_matches(
-    rows: Rows, scoring: Scoring, terms: Sequence[Term], wanted: int, exclude: Collection[int], entity_type: str | None
+    rows: Rows,
+    scoring: Scoring,
+    terms: Sequence[Term],
+    wanted: int,
+    exclude: Collection[int],
+    entity_type: str | None,
+    within: str = "",
 ) -> list[tuple[int, float]]:
     """The best `wanted` of the newest entities holding the terms (each in thousands of
     entities), outside `exclude`: see SQLite's `newest_matches`."""
-    return _best_first(_score_newest(rows, scoring, terms, wanted, exclude, entity_type), wanted)
+    return _best_first(_score_newest(rows, scoring, terms, wanted, exclude, entity_type, within), wanted)
 
 
 def _score_newest(
-    rows: Rows, scoring: Scoring, among: Sequence[Term], wanted: int, exclude: Collection[int], entity_type: str | None
+    rows: Rows,
+    scoring: Scoring,
+    among: Sequence[Term],
+    wanted: int,
+    exclude: Collection[int],
+    entity_type: str | None,
+    within: str,
 ) -> dict[int, float]:
     """The scores of the newest entities holding every term of `among` (then, when fewer
     than `wanted`, of those holding any), outside `exclude`: four for each one wanted, at
@@ -258,7 +285,7 @@ def _score_newest(
         joins.append(" OR ".join(conditions))
     scored: dict[int, float] = {}
     for joined in joins:
-        where, more = _filters(set(exclude) | set(scored), entity_type)
+        where, more = _filters(set(exclude) | set(scored), entity_type, within)
         found = rows(
             f"SELECT e.id, e.word_columns FROM entities AS e WHERE ({joined}){where} ORDER BY e.id DESC LIMIT %s",
             [*params, *more, pool],

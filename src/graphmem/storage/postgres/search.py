@@ -18,6 +18,7 @@ from graphmem.storage.postgres import official, ranking
 from graphmem.storage.postgres.text import unescape
 from graphmem.storage.postgres.writes import _Writes
 from graphmem.storage.words import (
+    PROJECT_WORDS,
     RANKED_AT_MOST,
     SearchHit,
     SearchResult,
@@ -43,11 +44,14 @@ class _Search(_Writes):
         params: dict[str, Any] = {}
         name, entity_type = official.contains("name_lc", needle, params), official.contains("type_lc", needle, params)
         entity_rows = self._rows(
-            f"SELECT id, name, {name}, {entity_type} FROM entities WHERE ({name}) OR ({entity_type})", params
+            f"SELECT id, name, {name}, {entity_type} FROM entities"
+            f" WHERE (({name}) OR ({entity_type})){self._seen('project')}",
+            params,
         )
         observation_rows = self._rows(
             "SELECT e.id, e.name, count(*) FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
-            f" WHERE {official.contains('o.content_lc', needle, params)} GROUP BY e.id, e.name",
+            f" WHERE {official.contains('o.content_lc', needle, params)}{self._seen('e.project')}"
+            " GROUP BY e.id, e.name",
             params,
         )
         hits: dict[str, FieldHits] = {}
@@ -66,7 +70,7 @@ class _Search(_Writes):
         """Ids of the entities containing a needle, newest first: those whose name or type
         contains one first, then those whose observations do (each at its newest matching
         observation), as the SQLite backend walks its indexes; the first `reach` (or all)."""
-        return official.walk(self._rows, search, reach, self._selective)
+        return official.walk(self._rows, search, reach, self._selective, self._seen("e.project"))
 
     def _selective(self, word: Term) -> bool:
         """Whether at most `official.WORD_CANDIDATES` entities hold the word (remembered as
@@ -92,11 +96,13 @@ class _Search(_Writes):
         return known
 
     def _statistics(self) -> tuple[int, float]:
-        """The word index's rows (every entity) and their mean number of words."""
+        """The word index's rows (every entity, in every project, whatever the scope: as SQLite's
+        FTS5 index counts them) and their mean number of words."""
         ((entities, words),) = self._rows("SELECT entities, words FROM graphmem_state WHERE id = 1")
         delta = self._tx.delta
         rows, total = int(entities) + delta.entities, int(words) + delta.words
-        return rows, (total / rows if rows else 0.0)
+        # Each document holds one word more in SQLite's index, its project's, and BM25 counts it.
+        return rows, (total / rows + PROJECT_WORDS if rows else 0.0)
 
     def search_entities(self, search: WordSearch) -> SearchResult:
         if self._tx.writing:
@@ -143,7 +149,15 @@ class _Search(_Writes):
                 if all(count > RANKED_AT_MOST for count in counts)
                 else partial(ranking.best_matches, counts=counts)
             )
-            best = choose(self._rows, scoring, terms, wanted=wanted, exclude=official, entity_type=search.entity_type)
+            best = choose(
+                self._rows,
+                scoring,
+                terms,
+                wanted=wanted,
+                exclude=official,
+                entity_type=search.entity_type,
+                within=self._seen("e.project"),
+            )
         ranked = [(i, True, official_scores.get(i, 0.0)) for i in ranked_official]
         ranked += [(i, False, value) for i, value in best]
         page = ranked[search.offset : named_end]

@@ -1,14 +1,16 @@
 """PostgresStore: the team backend, one PostgreSQL database shared by many graphmem servers.
 
-    write(): borrow a connection (lending.py) ─► BEGIN READ COMMITTED ─► SET LOCAL timeouts ─► the block
-             (names it reads or writes locked: pg_advisory_xact_lock, in sorted order)
-             ─► rebuild the word documents it changed ─► bump graphmem_state ─► COMMIT
-    read():  borrow a connection ─► BEGIN REPEATABLE READ READ ONLY ─► the block ─► COMMIT
+    write(scope): borrow a connection (lending.py) ─► BEGIN READ COMMITTED ─► SET LOCAL timeouts ─► the block
+                  (names it reads or writes locked: pg_advisory_xact_lock, in sorted order)
+                  ─► rebuild the word documents it changed ─► bump graphmem_state ─► COMMIT
+    read(scope):  borrow a connection ─► BEGIN REPEATABLE READ READ ONLY ─► the block ─► COMMIT
 
 Each thread has its own transaction (a connection of the pool), so one server answers several
-reads at once. Serialization failures, deadlocks and lock timeouts are `StorageBusyError`: the
-server makes the whole call again (server/store_access.py). The class takes its reads from
-reads.py, its writes from writes.py and its searches from search.py.
+reads at once. The transaction holds its scope (graphmem.core.projects): every read and write
+in the block keeps to the projects it sees (scoping.py), and one opened inside it joins it.
+Serialization failures, deadlocks and lock timeouts are `StorageBusyError`: the server makes
+the whole call again (server/store_access.py). The class takes its reads from reads.py and
+navigation.py, its writes from writes.py and its searches from search.py.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import psycopg
 
 from graphmem.core.errors import SchemaVersionError, StorageError
+from graphmem.core.projects import EVERY, Scope
 from graphmem.storage.postgres.connection import IDLE_IN_TRANSACTION_MS, map_postgres_errors
 from graphmem.storage.postgres.lending import ConnectionLender
 from graphmem.storage.postgres.reads import Transaction
@@ -90,12 +93,14 @@ class PostgresStore(_Search, _Vectors):
     # -- transactions -------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self, writing: bool) -> Iterator[None]:
+    def _transaction(self, writing: bool, scope: Scope) -> Iterator[None]:
         current: Transaction | None = getattr(self._local, "tx", None)
         if current is not None:
             if writing and not current.writing:
                 raise RuntimeError("write() cannot start inside read(); open the write first.")
-            # Already inside a transaction on this thread: join it.
+            if scope != current.scope and scope != EVERY:
+                raise ValueError(f"a transaction in {current.scope} cannot join one in {scope}")
+            # Already inside a transaction on this thread: join it, in its scope.
             current.depth += 1
             try:
                 yield
@@ -118,7 +123,9 @@ class PostgresStore(_Search, _Vectors):
             + ("" if writing else "; SELECT writes FROM graphmem_state WHERE id = 1")
         )
         with map_postgres_errors(timed), self._connections.first_statement(first) as (conn, cursor):
-            tx = Transaction(conn, writing)
+            # The scope lives on the transaction, which lives on this thread: another thread's
+            # transaction, on another connection, has its own.
+            tx = Transaction(conn, writing, scope)
             if not writing:
                 while cursor.nextset():
                     pass
@@ -151,11 +158,11 @@ class PostgresStore(_Search, _Vectors):
         tx.cursor.execute(f"SET LOCAL lock_timeout = {_STATE_ROW_WAIT_MS}")
         tx.cursor.execute(_STATE_DELTA, (delta.entities, delta.observations, delta.relations, delta.words))
 
-    def write(self) -> AbstractContextManager[None]:
-        return self._transaction(writing=True)
+    def write(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
+        return self._transaction(writing=True, scope=scope)
 
-    def read(self) -> AbstractContextManager[None]:
-        return self._transaction(writing=False)
+    def read(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
+        return self._transaction(writing=False, scope=scope)
 
     @contextmanager
     def bulk_insert(self) -> Iterator[None]:

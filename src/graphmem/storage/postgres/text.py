@@ -19,7 +19,7 @@ from typing import Any
 
 from graphmem.core.models import Entity
 from graphmem.storage.entity_query import importance_of, instant, thread_of
-from graphmem.storage.words import WordDocument, index_words
+from graphmem.storage.words import PROJECT_WORDS, WordDocument, index_words
 
 _ESCAPES = {"\x00": "\x01\x02", "\x01": "\x01\x03"}
 _ESCAPED = re.compile("[\x00\x01\ud800-\udfff]")
@@ -136,7 +136,8 @@ class StoredDocument(WordDocument):
 
     def __init__(self, columns: Sequence[str]) -> None:
         self.columns = tuple(tuple(column.split()) for column in columns)
-        self.length = sum(len(column) for column in self.columns)
+        # With the word that stands for the project in SQLite's index, as `WordDocument` counts it.
+        self.length = sum(len(column) for column in self.columns) + PROJECT_WORDS
         self._blob = " " + " ".join(word for column in self.columns for word in column) + " "
 
 

@@ -31,6 +31,7 @@ from psycopg import errors as pg_errors
 
 from graphmem.core.models import Entity
 from graphmem.storage.postgres.reads import _Reads, _texts
+from graphmem.storage.postgres.scoping import visible
 from graphmem.storage.postgres.text import escape, extra_of, unescape
 from graphmem.storage.vectors import (
     ENTITY_TEXT,
@@ -350,7 +351,7 @@ class _Vectors(_Reads):
             return set()
         with self.read():  # type: ignore[attr-defined]
             rows = self._rows(
-                "SELECT e.name FROM entities AS e WHERE e.name = ANY(%s)"
+                f"SELECT e.name FROM entities AS e WHERE e.name = ANY(%s){self._seen('e.project')}"
                 f" AND (EXISTS (SELECT 1 FROM vector_queue AS q WHERE q.kind = {ENTITY_TEXT} AND q.row_id = e.id)"
                 " OR EXISTS (SELECT 1 FROM observations AS o JOIN vector_queue AS q"
                 f"  ON q.kind = {OBSERVATION_TEXT} AND q.row_id = o.id WHERE o.entity_id = e.id))",
@@ -396,10 +397,17 @@ class _Vectors(_Reads):
             if self._rows("SELECT fingerprint FROM vector_model WHERE id = 1") != [(model,)]:
                 return []
             params: dict[str, Any] = {"query": _vector(query)}
-            of_type = ""
+            # The type and the projects filter inside the query: the planner walks the HNSW
+            # index on (pgvector 0.8's iterative scan) or scores the few vectors of a small
+            # project exactly, found from its entities (entities_by_project, vectors_by_entity),
+            # whichever it finds cheaper.
+            conditions = [] if self._scope.every else [visible(self._scope, "project")]
             if entity_type is not None:
-                of_type = " WHERE v.entity_id IN (SELECT id FROM entities WHERE entity_type = %(type)s)"
+                conditions.append("entity_type = %(type)s")
                 params["type"] = escape(entity_type)
+            among = ""
+            if conditions:
+                among = f" WHERE v.entity_id IN (SELECT id FROM entities WHERE {' AND '.join(conditions)})"
             wanted = max(_CANDIDATES_PER_RESULT * limit, _FEWEST_CANDIDATES)
             most = _MOST_CANDIDATES if support.iterative or not support.indexed else _MOST_EF_SEARCH
             best: dict[int, float] = {}
@@ -410,7 +418,7 @@ class _Vectors(_Reads):
                 params["count"] = count
                 rows = self._rows(
                     "SELECT v.entity_id, v.embedding <=> %(query)s::real[]::vector AS distance FROM vectors AS v"
-                    f"{of_type} ORDER BY v.embedding <=> %(query)s::real[]::vector LIMIT %(count)s",
+                    f"{among} ORDER BY v.embedding <=> %(query)s::real[]::vector LIMIT %(count)s",
                     params,
                 )
                 best = {}

@@ -15,21 +15,27 @@ from typing import Any
 
 from graphmem.core.errors import StorageBusyError
 from graphmem.core.models import Entity, Relation
-from graphmem.storage.postgres.reads import _Reads, lock_key
+from graphmem.storage.base import ProjectCounts
+from graphmem.storage.postgres.navigation import _Navigation
+from graphmem.storage.postgres.reads import ENTITY_ROW, KEYS, _texts, key_columns, lock_key
+from graphmem.storage.postgres.scoping import visible
 from graphmem.storage.postgres.text import (
     derived_columns,
     document_columns,
     escape,
     extra_json,
     lowered,
+    unescape,
     word_count,
     words_blob,
 )
 
 _ENTITY_COLUMNS = (
-    "id, name, entity_type, name_lc, type_lc, extra, created_at, updated_at, created_instant, updated_instant,"
-    " importance, version, thread_id, word_columns, words, word_count"
+    "id, name, entity_type, name_lc, type_lc, extra, project, created_at, updated_at, created_instant,"
+    " updated_instant, importance, version, thread_id, word_columns, words, word_count"
 )
+
+_RELATION_COLUMNS = "id, from_name, to_name, relation_type, extra, project"
 
 _MEANWHILE = "Another graphmem server created {what} at the same moment; nothing was changed. Retry the call."
 
@@ -43,6 +49,7 @@ def _entity_row(entity_id: int, entity: Entity, extra: str | None) -> tuple[Any,
         lowered(entity.name),
         lowered(entity.entity_type),
         extra,
+        escape(entity.project),
         *derived_columns(entity.extra),
         columns,
         words_blob(columns),
@@ -50,7 +57,7 @@ def _entity_row(entity_id: int, entity: Entity, extra: str | None) -> tuple[Any,
     )
 
 
-class _Writes(_Reads):
+class _Writes(_Navigation):
     """The writes of `PostgresStore`."""
 
     def _check_writing(self) -> None:
@@ -85,7 +92,7 @@ class _Writes(_Reads):
                     copy.write_row(row)
             inserted = len(rows)
         else:
-            placeholders = ", ".join(["%s"] * 16)
+            placeholders = ", ".join(["%s"] * len(_ENTITY_COLUMNS.split(",")))
             tx.cursor.executemany(
                 f"INSERT INTO entities ({_ENTITY_COLUMNS}) VALUES ({placeholders}) ON CONFLICT DO NOTHING",
                 rows,
@@ -96,10 +103,11 @@ class _Writes(_Reads):
         tx.delta.entities += len(rows)
         tx.delta.words += sum(row[-1] for row in rows)
         self._insert_words([(row[0], row[-3]) for row in rows])
-        by_name = {entity.name: entity_id for entity_id, entity in zip(ids, entities, strict=True)}
-        self._insert_aliases([(by_name[entity.name], entity) for entity in entities if entity.aliases])
+        # By id, not by name: every project at once may insert one name in two projects.
+        created = list(zip(ids, entities, strict=True))
+        self._insert_aliases([(entity_id, entity) for entity_id, entity in created if entity.aliases])
         self._insert_observations(
-            [(by_name[entity.name], content) for entity in entities for content in entity.observations]
+            [(entity_id, content) for entity_id, entity in created for content in entity.observations]
         )
 
     def _insert_words(self, documents: Sequence[tuple[int, Sequence[str]]]) -> None:
@@ -156,21 +164,20 @@ class _Writes(_Reads):
         rows = sorted(
             (
                 (relation_id, escape(relation.from_), escape(relation.to), escape(relation.relation_type))
-                + (extra_json(relation.extra),)
+                + (extra_json(relation.extra), escape(relation.project))
                 for relation_id, relation in zip(ids, relations, strict=True)
             ),
             key=lambda row: row[1:4],
         )
         tx = self._tx
         if tx.bulk:
-            with tx.cursor.copy("COPY relations (id, from_name, to_name, relation_type, extra) FROM STDIN") as copy:
+            with tx.cursor.copy(f"COPY relations ({_RELATION_COLUMNS}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
             inserted = len(rows)
         else:
             tx.cursor.executemany(
-                "INSERT INTO relations (id, from_name, to_name, relation_type, extra)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                f"INSERT INTO relations ({_RELATION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 rows,
             )
             inserted = tx.cursor.rowcount
@@ -179,8 +186,14 @@ class _Writes(_Reads):
         tx.delta.relations += len(rows)
 
     def _entity_ids(self, names: Sequence[str]) -> dict[str, int]:
+        """The id of the entity of each name the scope sees, by escaped name; the oldest, should
+        every project at once see a name twice (the domain names one project then)."""
         self._lock_names(names)
-        rows = self._rows("SELECT name, id FROM entities WHERE name = ANY(%s)", ([escape(n) for n in set(names)],))
+        rows = self._rows(
+            f"SELECT DISTINCT ON (name) name, id FROM entities WHERE name = ANY(%s){self._seen('project')}"
+            " ORDER BY name, id",
+            (_texts(names),),
+        )
         return {name: entity_id for name, entity_id in rows}
 
     def append_observations(self, name: str, contents: Sequence[str]) -> None:
@@ -219,29 +232,52 @@ class _Writes(_Reads):
             ]
         rows = self._rows(
             f"UPDATE entities SET {sets}, created_at = %s, updated_at = %s, created_instant = %s,"
-            " updated_instant = %s, importance = %s, version = %s, thread_id = %s WHERE name = %s RETURNING id",
+            " updated_instant = %s, importance = %s, version = %s, thread_id = %s"
+            f" WHERE name = %s{self._seen('project')} RETURNING id",
             (*values, *derived_columns(changed.extra), escape(name)),
         )
-        if not rows:
+        # One row in a project's scope; every project at once may see (and change) one name twice.
+        ids = [entity_id for (entity_id,) in rows]
+        if not ids:
             return
-        (entity_id,) = rows[0]
-        self._tx.cursor.execute("DELETE FROM entity_aliases WHERE entity_id = %s", (entity_id,))
-        self._insert_aliases([(entity_id, changed)])
-        self._tx.stale.add(entity_id)
+        self._tx.cursor.execute("DELETE FROM entity_aliases WHERE entity_id = ANY(%s)", (ids,))
+        self._insert_aliases([(entity_id, changed) for entity_id in ids])
+        self._tx.stale.update(ids)
 
     def delete_entities(self, names: Sequence[str]) -> int:
         self._check_writing()
-        texts = [escape(name) for name in dict.fromkeys(names)]
+        texts = _texts(names)
         self._lock_names(names)
         tx = self._tx
-        # The observations first, to count them; the aliases go by cascade.
+        gone = f"SELECT id, name, project FROM entities WHERE name = ANY(%(names)s){self._seen('project')}"
+        if self._scope.every and not self._holds_projects():
+            # No projects: every relation naming them goes, an entity's or not (the statement of before).
+            tx.cursor.execute(
+                "DELETE FROM relations WHERE from_name = ANY(%(names)s) OR to_name = ANY(%(names)s)", {"names": texts}
+            )
+        else:
+            # A relation touches an entity when it names it in the entity's project, or names a
+            # shared entity anywhere (no project can hold a shared name). Each end through its index.
+            touching = (
+                "SELECT r.id FROM gone AS g JOIN relations AS r ON r.{end} = g.name"
+                " WHERE g.project = '' OR r.project = g.project"
+            )
+            tx.cursor.execute(
+                f"WITH gone AS ({gone}) DELETE FROM relations WHERE id IN"
+                f" ({touching.format(end='from_name')} UNION {touching.format(end='to_name')})",
+                {"names": texts},
+            )
+        tx.delta.relations -= tx.cursor.rowcount
+        # The observations before their entities, to count them; the aliases go by cascade.
         tx.cursor.execute(
-            "DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE name = ANY(%s))", (texts,)
+            f"WITH gone AS ({gone}) DELETE FROM observations WHERE entity_id IN (SELECT id FROM gone)",
+            {"names": texts},
         )
         tx.delta.observations -= tx.cursor.rowcount
-        tx.cursor.execute("DELETE FROM relations WHERE from_name = ANY(%s) OR to_name = ANY(%s)", (texts, texts))
-        tx.delta.relations -= tx.cursor.rowcount
-        rows = self._rows("DELETE FROM entities WHERE name = ANY(%s) RETURNING id, word_count", (texts,))
+        rows = self._rows(
+            f"WITH gone AS ({gone}) DELETE FROM entities WHERE id IN (SELECT id FROM gone) RETURNING id, word_count",
+            {"names": texts},
+        )
         tx.delta.entities -= len(rows)
         tx.delta.words -= sum(count for _, count in rows)
         tx.stale.difference_update(entity_id for entity_id, _ in rows)
@@ -268,16 +304,82 @@ class _Writes(_Reads):
         unique = list(dict.fromkeys(keys))
         self._lock(lock_key("r", *key) for key in unique)
         rows = self._rows(
-            "DELETE FROM relations AS r USING unnest(%s::text[], %s::text[], %s::text[]) AS k (f, t, y)"
-            " WHERE r.from_name = k.f AND r.to_name = k.t AND r.relation_type = k.y RETURNING r.id",
-            (
-                [escape(key[0]) for key in unique],
-                [escape(key[1]) for key in unique],
-                [escape(key[2]) for key in unique],
-            ),
+            f"DELETE FROM relations AS r USING {KEYS}"
+            f" WHERE r.from_name = k.f AND r.to_name = k.t AND r.relation_type = k.y{self._seen('r.project')}"
+            " RETURNING r.id",
+            key_columns(unique),
         )
         self._tx.delta.relations -= len(rows)
         return len(rows)
+
+    def _holds_projects(self) -> bool:
+        """Whether any entity or relation belongs to a project (not the shared space): a range of
+        the project indexes, which ends at once in a memory without projects."""
+        ((holds,),) = self._rows(
+            "SELECT EXISTS (SELECT 1 FROM entities WHERE project > '')"
+            " OR EXISTS (SELECT 1 FROM relations WHERE project > '')"
+        )
+        return bool(holds)
+
+    # -- projects ---------------------------------------------------------------------------
+
+    def move_entities(self, names: Sequence[str], project: str) -> int:
+        self._check_writing()
+        self._lock_names(names)
+        # Their observations, aliases, words and vectors hang on their ids: they follow.
+        rows = self._rows(
+            f"UPDATE entities SET project = %s WHERE name = ANY(%s){self._seen('project')} RETURNING id",
+            (escape(project), _texts(names)),
+        )
+        return len(rows)
+
+    def move_relations(self, keys: Sequence[tuple[str, str, str]], project: str) -> int:
+        self._check_writing()
+        unique = list(dict.fromkeys(keys))
+        self._lock(lock_key("r", *key) for key in unique)
+        rows = self._rows(
+            f"UPDATE relations AS r SET project = %s FROM {KEYS}"
+            f" WHERE r.from_name = k.f AND r.to_name = k.t AND r.relation_type = k.y{self._seen('r.project')}"
+            " RETURNING r.id",
+            (escape(project), *key_columns(unique)),
+        )
+        return len(rows)
+
+    def project_counts(self) -> list[ProjectCounts]:
+        seen = visible(self._scope, "project")
+        # Each count from the project indexes (observations by their entities').
+        rows = self._rows(
+            "SELECT p.project,"
+            " (SELECT count(*) FROM entities WHERE project = p.project),"
+            " (SELECT count(*) FROM relations WHERE project = p.project),"
+            " (SELECT count(*) FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
+            " WHERE e.project = p.project),"
+            " (SELECT max(updated_instant) FROM entities WHERE project = p.project)"
+            f" FROM (SELECT DISTINCT project FROM entities WHERE {seen}"
+            f" UNION SELECT DISTINCT project FROM relations WHERE {seen}) AS p ORDER BY p.project"
+        )
+        return [
+            ProjectCounts(unescape(project), int(entities), int(relations), int(observations), last_written)
+            for project, entities, relations, observations, last_written in rows
+        ]
+
+    def delete_project(self, project: str) -> tuple[int, int]:
+        self._check_writing()
+        tx = self._tx
+        key = escape(project)
+        # The whole memory's lock, exclusive: the project's names are not known before they go.
+        self._lock_everything()
+        relations = self._rows("DELETE FROM relations WHERE project = %s RETURNING id", (key,))
+        tx.cursor.execute(
+            "DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE project = %s)", (key,)
+        )
+        tx.delta.observations -= tx.cursor.rowcount
+        entities = self._rows("DELETE FROM entities WHERE project = %s RETURNING id, word_count", (key,))
+        tx.delta.relations -= len(relations)
+        tx.delta.entities -= len(entities)
+        tx.delta.words -= sum(count for _, count in entities)
+        tx.stale.difference_update(entity_id for entity_id, _ in entities)
+        return len(entities), len(relations)
 
     def _refresh_words(self) -> None:
         """Rebuild the word documents of the entities this write changed (see text.document_columns)."""
@@ -286,15 +388,13 @@ class _Writes(_Reads):
             return
         stale = sorted(tx.stale)
         tx.stale.clear()
-        rows = self._rows(
-            "SELECT id, name, entity_type, extra, word_count FROM entities WHERE id = ANY(%s) ORDER BY id", (stale,)
-        )
-        entities = self._entities_of([row[:4] for row in rows])
+        rows = self._rows(f"SELECT {ENTITY_ROW}, word_count FROM entities WHERE id = ANY(%s) ORDER BY id", (stale,))
+        entities = self._entities_of([row[:-1] for row in rows])
         updates = []
         for row, entity in zip(rows, entities, strict=True):
             columns = document_columns(entity)
             count = word_count(columns)
-            tx.delta.words += count - row[4]
+            tx.delta.words += count - row[-1]
             updates.append((columns, words_blob(columns), count, row[0]))
         tx.cursor.executemany(
             "UPDATE entities SET word_columns = %s, words = %s, word_count = %s WHERE id = %s", updates

@@ -3,27 +3,22 @@ boundary (graphmem.domain.projects), on every backend."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
+from graphmem.config import Settings
 from graphmem.core.errors import AmbiguousNameError, ProjectConflictError
 from graphmem.core.models import Entity, ObservationAddition, Relation
 from graphmem.core.projects import EVERY, Scope
 from graphmem.domain import projects
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.maintenance import merge_entities
-from graphmem.storage.sqlite import SQLiteStore
 
 API, TOOL = Scope("github.com/acme/api"), Scope("tool")
 
 
 @pytest.fixture
-def graph(tmp_path: Path) -> Iterator[KnowledgeGraph]:
-    store = SQLiteStore(tmp_path / "memory.db")
-    yield KnowledgeGraph(store)
-    store.close()
+def settings(any_backend_settings: Settings) -> Settings:
+    return any_backend_settings
 
 
 def _names(graph: KnowledgeGraph, scope: Scope) -> list[str]:

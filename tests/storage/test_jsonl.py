@@ -645,13 +645,13 @@ def test_a_move_rewrites_the_lines_and_one_to_where_it_is_leaves_the_file(tmp_pa
     _write_projects(store)
     before = path.stat()
     with store.write(API):
-        assert store.move_entities(["Alice"], "") == 0
-        assert store.move_relations([("Alice", "Alice", "is")], "") == 0
+        assert store.move_entities(["Alice"], "", "") == 0
+        assert store.move_relations([("Alice", "Alice", "is")], "", "") == 0
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     with store.write(API):
-        assert store.move_entities(["README"], "") == 1
-        assert store.move_relations([("Alice", "README", "wrote")], "") == 1
+        assert store.move_entities(["README"], API.home, "") == 1
+        assert store.move_relations([("Alice", "README", "wrote")], API.home, "") == 1
     assert '"project"' not in path.read_text(encoding="utf-8")
     store.close()
 
@@ -671,8 +671,8 @@ def test_a_rolled_back_move_leaves_memory_and_file_as_they_were(tmp_path: Path):
     _write_projects(store)
     before, placed = path.read_bytes(), _placed(store)
     with pytest.raises(KeyError), store.write():
-        store.move_entities(["README"], TOOL.home)
-        store.move_relations([("Alice", "README", "wrote"), ("Alice", "Alice", "is")], TOOL.home)
+        store.move_entities(["README"], API.home, TOOL.home)
+        store.move_relations([("Alice", "README", "wrote"), ("Alice", "Alice", "is")], API.home, TOOL.home)
         raise KeyError
     assert (path.read_bytes(), _placed(store)) == (before, placed)
     with store.read(API):
@@ -891,8 +891,8 @@ def _write_in_scopes(store: JsonlStore | SQLiteStore) -> list[object]:
         store.update_entity("cli", Entity("cli2", "tool", (), {"aliases": ["c"]}))
         returned.append(store.remove_observations("README", ["the tool", "the api"]))
         returned.append(store.delete_relations([("Alice", "README", "wrote"), ("README", "api-server", "describes")]))
-        returned.append(store.move_entities(["cli2", "api-server"], ""))
-        returned.append(store.move_relations([("cli", "Ghost", "haunts")], ""))
+        returned.append(store.move_entities(["cli2", "api-server"], TOOL.home, ""))
+        returned.append(store.move_relations([("cli", "Ghost", "haunts")], TOOL.home, ""))
     with store.write(API):
         returned.append(store.delete_entities(["README"]))
     with store.write():
@@ -1093,10 +1093,11 @@ def _apply(store: JsonlStore, operation: tuple[Any, ...]) -> None:
             store.insert_entities([Entity(name, "t", tuple(observations), project=project)])
         case ("insert_relation", from_, to, project):
             store.insert_relations([Relation(from_, to, "r", project=project)])
+        # A move takes what is in the other project of the two the operations use.
         case ("move_entity", name, project):
-            store.move_entities([name], project)
+            store.move_entities([name], "p" if project == "" else "", project)
         case ("move_relation", from_, to, project):
-            store.move_relations([(from_, to, "r")], project)
+            store.move_relations([(from_, to, "r")], "p" if project == "" else "", project)
         case ("append", name, contents):
             store.append_observations(name, contents)
         case ("remove", name, contents):

@@ -29,7 +29,7 @@ class Checks:
 
     def reading(self) -> AbstractContextManager[None]:
         """A read transaction of the store in the call's scope (graphmem.core.projects)."""
-        return self.store.read(self.scope) if not self.scope.every else self.store.read()
+        return self.store.read(self.scope)
 
     def graph_of(self, entities: tuple[Entity, ...], relations: tuple[Relation, ...]) -> Graph:
         """A graph read in the call's scope: labelled with projects when read across every one."""
@@ -37,7 +37,7 @@ class Checks:
 
     def writing(self) -> AbstractContextManager[None]:
         """A write transaction of the store in the call's scope."""
-        return self.store.write(self.scope) if not self.scope.every else self.store.write()
+        return self.store.write(self.scope)
 
     def _check_text(self, field: str, value: str, max_length: int) -> None:
         if len(value) > max_length:

@@ -278,8 +278,10 @@ def refuse_ambiguous_among(entities: Sequence[Entity], scope: Scope, field: str)
     for entity in entities:
         projects.setdefault(entity.name, []).append(entity.project)
     for name, held in projects.items():
-        if len(held) > 1:
-            raise AmbiguousNameError(field, name, held)
+        # Twice in one project is a JSONL file's old duplicate (the first counts, as before).
+        places = list(dict.fromkeys(held))
+        if len(places) > 1:
+            raise AmbiguousNameError(field, name, places)
 
 
 def _refuse_clashes(moving: Sequence[Entity], everywhere: Sequence[Entity], target: str) -> None:

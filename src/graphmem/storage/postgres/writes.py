@@ -250,11 +250,12 @@ class _Writes(_Navigation):
         self._lock_names(names)
         tx = self._tx
         gone = f"SELECT id, name, project FROM entities WHERE name = ANY(%(names)s){self._seen('project')}"
-        if self._scope.every and not self._holds_projects():
+        if self._scope.every and not self.holds_projects():
             # No projects: every relation naming them goes, an entity's or not (the statement of before).
             tx.cursor.execute(
                 "DELETE FROM relations WHERE from_name = ANY(%(names)s) OR to_name = ANY(%(names)s)", {"names": texts}
             )
+            tx.delta.relations -= tx.cursor.rowcount
         else:
             # A relation touches an entity when it names it in the entity's project, or names a
             # shared entity anywhere (no project can hold a shared name). Each end through its index.
@@ -267,7 +268,18 @@ class _Writes(_Navigation):
                 f" ({touching.format(end='from_name')} UNION {touching.format(end='to_name')})",
                 {"names": texts},
             )
-        tx.delta.relations -= tx.cursor.rowcount
+            tx.delta.relations -= tx.cursor.rowcount
+            # A name no entity holds here: the relations naming it that the scope sees go, as
+            # the official server deletes relations to an entity that never existed.
+            present = self.existing_names(names)
+            missing = [name for name in dict.fromkeys(names) if name not in present]
+            if missing:
+                tx.cursor.execute(
+                    "DELETE FROM relations WHERE (from_name = ANY(%(names)s) OR to_name = ANY(%(names)s))"
+                    f"{self._seen('project')}",
+                    {"names": _texts(missing)},
+                )
+                tx.delta.relations -= tx.cursor.rowcount
         # The observations before their entities, to count them; the aliases go by cascade.
         tx.cursor.execute(
             f"WITH gone AS ({gone}) DELETE FROM observations WHERE entity_id IN (SELECT id FROM gone)",
@@ -312,7 +324,7 @@ class _Writes(_Navigation):
         self._tx.delta.relations -= len(rows)
         return len(rows)
 
-    def _holds_projects(self) -> bool:
+    def holds_projects(self) -> bool:
         """Whether any entity or relation belongs to a project (not the shared space): a range of
         the project indexes, which ends at once in a memory without projects."""
         ((holds,),) = self._rows(
@@ -323,25 +335,25 @@ class _Writes(_Navigation):
 
     # -- projects ---------------------------------------------------------------------------
 
-    def move_entities(self, names: Sequence[str], project: str) -> int:
+    def move_entities(self, names: Sequence[str], source: str, target: str) -> int:
         self._check_writing()
         self._lock_names(names)
         # Their observations, aliases, words and vectors hang on their ids: they follow.
         rows = self._rows(
-            f"UPDATE entities SET project = %s WHERE name = ANY(%s){self._seen('project')} RETURNING id",
-            (escape(project), _texts(names)),
+            "UPDATE entities SET project = %s WHERE name = ANY(%s) AND project = %s AND project <> %s RETURNING id",
+            (escape(target), _texts(names), escape(source), escape(target)),
         )
         return len(rows)
 
-    def move_relations(self, keys: Sequence[tuple[str, str, str]], project: str) -> int:
+    def move_relations(self, keys: Sequence[tuple[str, str, str]], source: str, target: str) -> int:
         self._check_writing()
         unique = list(dict.fromkeys(keys))
         self._lock(lock_key("r", *key) for key in unique)
         rows = self._rows(
             f"UPDATE relations AS r SET project = %s FROM {KEYS}"
-            f" WHERE r.from_name = k.f AND r.to_name = k.t AND r.relation_type = k.y{self._seen('r.project')}"
-            " RETURNING r.id",
-            (escape(project), *key_columns(unique)),
+            " WHERE r.from_name = k.f AND r.to_name = k.t AND r.relation_type = k.y AND r.project = %s"
+            " AND r.project <> %s RETURNING r.id",
+            (escape(target), *key_columns(unique), escape(source), escape(target)),
         )
         return len(rows)
 

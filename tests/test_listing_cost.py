@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 # Bytes of compact JSON. `default` has a budget of 24 KB, read as 24,000 (22.6 KB today); `official`
 # (12.9 KB) and `all` (32.3 KB) sit a little above what they cost, so that they cannot grow unnoticed.
-BUDGETS = {"default": 24_000, "official": 13_500, "all": 33_500}
+BUDGETS = {"default": 24_000, "official": 13_500, "all": 35_000}
 
 
 async def _listing_bytes(settings: Settings, toolset: str) -> int:

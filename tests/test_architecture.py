@@ -53,9 +53,11 @@ ALLOWED: dict[str, set[str]] = {
         "_version",
         "_malloc",
         "cli_view",
+        "cli_projects",
         "credentials",
     },
     "cli_view": {"config", "core", "credentials", "storage", "server", "transports"},
+    "cli_projects": {"core", "storage"},
     "__main__": {"cli"},
     # The package's public surface: the errors, the values and KnowledgeGraph.
     "__init__": {"core", "domain", "_version"},

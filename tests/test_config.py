@@ -193,7 +193,11 @@ def test_the_single_token_is_a_write_token_with_no_name():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (f"alice {ALICE}\n", "Line 1: expected three words, `NAME TOKEN read|write` (and a fourth, the projects it may reach), and found 2"),
+        (
+            f"alice {ALICE}\n",
+            "Line 1: expected three words, `NAME TOKEN read|write` (and a fourth, the projects it may reach), "
+            "and found 2",
+        ),
         (f"alice {ALICE} write\nalice {BOB} read\n", "Line 2: the name 'alice' is already on line 1"),
         (
             f"alice {ALICE} write\n# bob\nbob {ALICE} write\n",

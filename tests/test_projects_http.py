@@ -51,9 +51,18 @@ def tokens(tmp_path: Path) -> dict[str, str]:
     return {"GRAPHMEM_TOKENS_FILE": str(path)}
 
 
-async def test_two_clients_on_two_projects_of_one_server_see_their_own(tmp_path: Path, tokens: dict[str, str]):
+@pytest.fixture(params=["sqlite", "postgres"])
+def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """A SQLite file, or a PostgreSQL memory on the test server (skipped, with the reason, where none can be had)."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return tmp_path / "memory.db"
+
+
+async def test_two_clients_on_two_projects_of_one_server_see_their_own(memory: Path | str, tokens: dict[str, str]):
     async with (
-        network_server(tmp_path / "memory.db", "--http", "--no-semantic", env=tokens) as server,
+        network_server(memory, "--http", "--no-semantic", env=tokens) as server,  # type: ignore[arg-type]
         _session(server, ALICE, "api") as api,
         _session(server, ALICE, "web") as web,
     ):

@@ -355,4 +355,4 @@ async def test_tools_list_pages_follow_next_cursor_when_a_page_size_is_set(memor
     in_one = build_server(Settings(memory_path=memory, toolset="all"))
     async with Client(in_one, mode="legacy") as client:
         assert names == [tool.name for tool in (await client.list_tools()).tools]
-    assert pages == 4
+    assert len(names) > 8 and pages == (len(names) + 7) // 8

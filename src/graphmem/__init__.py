@@ -2,6 +2,7 @@
 
 from graphmem._version import __version__
 from graphmem.core.errors import (
+    AmbiguousNameError,
     ConfigError,
     DanglingRelationError,
     EntityNotFoundError,
@@ -9,6 +10,7 @@ from graphmem.core.errors import (
     ImportFormatError,
     InvalidInputError,
     MemoryOpenError,
+    ProjectConflictError,
     RelationNotFoundError,
     SchemaVersionError,
     StorageBusyError,
@@ -19,6 +21,7 @@ from graphmem.core.models import Entity, Graph, Relation
 from graphmem.domain.graph import KnowledgeGraph
 
 __all__ = [
+    "AmbiguousNameError",
     "ConfigError",
     "DanglingRelationError",
     "Entity",
@@ -29,6 +32,7 @@ __all__ = [
     "InvalidInputError",
     "KnowledgeGraph",
     "MemoryOpenError",
+    "ProjectConflictError",
     "Relation",
     "RelationNotFoundError",
     "SchemaVersionError",

@@ -7,6 +7,7 @@ words the outcome its own way (a tool result, or an HTTP status and JSON).
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -100,13 +101,20 @@ def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: As
         return state.answers.run(spec, state.tools, arguments)
 
 
-def _project_argument(arguments: Any) -> tuple[Any, str | None]:
+def _project_argument(tool: str, arguments: Any) -> tuple[Any, str | None, Refusal | None]:
     """The call's arguments without `project`, which any tool takes (the scope of this one call,
-    graphmem.core.projects), and its value; a `project` that is not text is left to the tool."""
-    if isinstance(arguments, dict) and isinstance(arguments.get("project"), str):
-        rest = {key: value for key, value in arguments.items() if key != "project"}
-        return rest, arguments["project"]
-    return arguments, None
+    graphmem.core.projects), and its value; a `project` that is not text is refused."""
+    if not isinstance(arguments, dict) or "project" not in arguments:
+        return arguments, None, None
+    project = arguments["project"]
+    if not isinstance(project, str):
+        refusal = Refusal(
+            f"Input validation error: Invalid arguments for tool {tool}: project: is {json.dumps(project)[:40]}, "
+            'not a text. Give a project\'s name, "shared", or "*" for every project, or leave it out.',
+            "invalid",
+        )
+        return arguments, None, refusal
+    return {key: value for key, value in arguments.items() if key != "project"}, project, None
 
 
 async def run_tool_call(
@@ -123,7 +131,9 @@ async def run_tool_call(
     refusal = read_only_refusal(identity, spec.name, read_only)
     if refusal is not None:
         return Refusal(refusal, "read_only")
-    arguments, project = _project_argument(arguments)
+    arguments, project, refused = _project_argument(spec.name, arguments)
+    if refused is not None:
+        return refused
     try:
         parsed = spec.arguments.model_validate(arguments or {})
     except ValidationError as error:

@@ -17,7 +17,7 @@ from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.sqlite.pending import has_pending_text, has_stale_words, refresh_words
 from graphmem.storage.sqlite.ranking import term_query
 from graphmem.storage.sqlite.reads import _Reads
-from graphmem.storage.sqlite.scoping import and_visible, within_words
+from graphmem.storage.sqlite.scoping import and_visible, visible, within_words
 from graphmem.storage.sqlite.trigrams import TrigramSamples, narrow_query
 from graphmem.storage.words import (
     RANKED_AT_MOST,
@@ -29,6 +29,7 @@ from graphmem.storage.words import (
     informative,
     is_common,
     is_everywhere,
+    tokenize,
     word_inside,
 )
 
@@ -49,6 +50,11 @@ def _fts_query(terms: Sequence[Term]) -> str | None:
 # Up to this many entities holding a word, checking each is cheaper than the trigram walk.
 _WORD_CANDIDATES = 200
 
+# Up to this many entities in the projects a search sees (and less than half the memory), the
+# official matches are found by reading their texts whole (about a millisecond a thousand
+# entities) rather than by walking the whole memory's trigram index past other projects'.
+_SCOPE_SCAN = 20_000
+
 
 @dataclass(frozen=True, slots=True)
 class _OfficialQuery:
@@ -67,15 +73,21 @@ class _OfficialQuery:
 
 
 def _official_queries(
-    search: WordSearch, selective: Callable[[Term], bool], narrow: Callable[[str, str], str], in_scope: str = ""
+    search: WordSearch,
+    selective: Callable[[Term], bool],
+    narrow: Callable[[str, str], str],
+    in_scope: str = "",
+    scope_ids: Callable[[str], str | None] = lambda needle: None,
 ) -> list[_OfficialQuery]:
     """Queries for the ids of the entities containing a needle (the official match).
 
     `selective(word)` says whether the word index's entities for a word are few enough to
     check each one; `narrow(table, needle)` is the trigram index query for the rows of
     `table` that may contain the needle; `in_scope`, a condition on the entity `e` that keeps
-    to the transaction's projects (`scoping.and_visible`). The observation queries give an
-    entity once per matching row (see `SQLiteStore._walk_official`).
+    to the transaction's projects (`scoping.and_visible`), and `scope_ids(needle)` the query of
+    their entities' ids when reading every text of theirs costs less than walking the whole
+    memory's matches of the needle (`_SCOPE_SCAN`). The observation queries give an entity
+    once per matching row (see `SQLiteStore._walk_official`).
     """
     of_type = (" AND e.entity_type = :type" if search.entity_type is not None else "") + in_scope
     join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
@@ -89,6 +101,29 @@ def _official_queries(
             )
             continue
         pending_entities = pending_observations = None
+        ids = scope_ids(needle) if needle else None
+        if ids is not None:
+            # A small project of a large memory: its own texts, read whole, cost less than a
+            # walk of the whole memory's index past every other project's matches.
+            queries.append(
+                _OfficialQuery(
+                    f"SELECT e.id, e.id FROM entities AS e WHERE e.id IN ({ids}) AND"
+                    f" (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0){of_type}",
+                    params,
+                    "e.id",
+                    True,
+                )
+            )
+            queries.append(
+                _OfficialQuery(
+                    f"SELECT o.entity_id, o.id FROM observations AS o{join_entity}"
+                    f" WHERE o.entity_id IN ({ids}) AND instr(o.content_lc, :needle) > 0{of_type}",
+                    params,
+                    "o.id",
+                    False,
+                )
+            )
+            continue
         word = word_inside(needle)
         if word is not None and not selective(word):
             word = None  # a word in many entities ("0" in every tag): the trigrams narrow better
@@ -353,7 +388,7 @@ class _Search(_Reads):
                 "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?, 0) AS score FROM entity_words"
                 " WHERE entity_words MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
                 " ORDER BY score DESC, rowid LIMIT ?",
-                (*search.weights, query, json.dumps(sorted(official)), upto),
+                (*search.weights, f"({query}){within_words(self._scope)}", json.dumps(sorted(official)), upto),
             ).fetchall()
             if len(top) == upto:
                 return top
@@ -414,6 +449,7 @@ class _Search(_Reads):
             self._selective_word,
             partial(narrow_query, self._conn, self._trigram_samples),
             and_visible(self._scope, "e.project"),
+            self._small_scope_ids(),
         )
         for official in _newest_first(queries):
             if reach is not None and len(found) >= reach:
@@ -440,13 +476,42 @@ class _Search(_Reads):
                 cursor.close()
         return list(found)
 
+    def _small_scope_ids(self) -> Callable[[str], str | None]:
+        """For a needle, the query of the ids of the entities the scope sees when reading their
+        texts costs less than walking the needle's matches in the whole memory: they are at most
+        `_SCOPE_SCAN`, and the needle's words are in more entities than that; None otherwise
+        (and always for every project)."""
+        if self._scope.every:
+            return lambda needle: None
+        seen = visible(self._scope, "project")
+        (count,) = self._conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM entities WHERE {seen} LIMIT ?)", (_SCOPE_SCAN + 1,)
+        ).fetchone()
+        if count > _SCOPE_SCAN:
+            return lambda needle: None
+
+        def ids(needle: str) -> str | None:
+            words = tokenize(needle)
+            # The rarest word of the needle bounds how many entities hold it (a prefix of each,
+            # since a substring may end inside a word): a rough count, which only chooses a path.
+            rarest = min((self._count_term(Term(word, prefix=True), count + 1) for word in words), default=count + 1)
+            return f"SELECT id FROM entities WHERE {seen}" if rarest > count else None
+
+        return ids
+
+    def _entity_count_of_memory(self) -> int:
+        """Every project's entities, from the counts the triggers keep."""
+        (count,) = self._conn.execute("SELECT count FROM row_counts WHERE name = 'entities'").fetchone()
+        return int(count)
+
     def _scores(self, search: WordSearch, query: str, ids: set[int]) -> dict[int, float]:
         # "+rowid" keeps SQLite from running the FTS query once per id: one pass over
         # the query's matches, and bm25() only for the rows asked about.
         rows = self._conn.execute(
             "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?, 0) FROM entity_words"
             " WHERE entity_words MATCH ? AND +rowid IN (SELECT value FROM json_each(?))",
-            (*search.weights, query, json.dumps(sorted(ids))),
+            # Within the scope's projects too: FTS5 then reads only their rows of the query's words.
+            (*search.weights, f"({query}){within_words(self._scope)}", json.dumps(sorted(ids))),
         )
         return dict(rows.fetchall())
 

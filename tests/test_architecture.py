@@ -37,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "domain": {"core", "storage"},
     "transfer": {"core", "domain", "storage"},
     "tools": {"core", "domain"},
-    "server": {"core", "domain", "storage", "tools", "config", "embedding", "_version"},
+    "server": {"core", "domain", "storage", "tools", "config", "embedding", "_version", "project_resolution"},
     "explorer": {"core", "domain", "storage", "tools", "server", "_version"},
     "transports": {"server", "config", "explorer", "_version"},
     "cli": {

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
@@ -42,14 +43,22 @@ def folders(tmp_path: Path) -> dict[str, Path]:
 
 
 @asynccontextmanager
-async def _client_in(folders: dict[str, Path], where: Path) -> AsyncIterator[Client]:
-    """A server started as a client starts it: in `where`, with `--project auto`."""
+async def _client_in(folders: dict[str, Path], where: Path, roots: list[Path] | None = None) -> AsyncIterator[Client]:
+    """A server started as a client starts it: in `where`, with `--project auto`; a client that
+    offers `roots` answers roots/list with them."""
     env = {**sdk_client_env(folders["memory"]), "HOME": str(folders["home"])}
     server = StdioServerParameters(
         command=sys.executable, args=["-m", "graphmem", "--project", "auto"], env=env, cwd=str(where)
     )
+    options: dict[str, Any] = {}
+    if roots is not None:
+
+        async def list_roots(context: Any) -> types.ListRootsResult:
+            return types.ListRootsResult(roots=[types.Root(uri=folder.as_uri()) for folder in roots])
+
+        options["list_roots_callback"] = list_roots
     with anyio.fail_after(START_SECONDS * 2):
-        async with Client(server, mode="legacy") as client:
+        async with Client(server, mode="legacy", **options) as client:
             yield client
 
 
@@ -99,3 +108,12 @@ async def test_each_folder_keeps_its_own_memory_and_shares_the_shared_space(fold
     async with _client_in(folders, folders["api"]) as api:
         found = await _call(api, "search_nodes", query="explains")
         assert [entity["observations"] for entity in found["entities"]] == [["explains the api"]]
+
+
+async def test_a_client_s_root_names_the_project_when_it_starts_the_server_elsewhere(folders: dict[str, Path]):
+    # A client that starts servers in the home directory but offers its workspace as a root.
+    async with _client_in(folders, folders["home"], roots=[folders["tool"]]) as tool:
+        await _call(tool, "create_entities", entities=[{"name": "cli", "entityType": "program", "observations": []}])
+    async with _client_in(folders, folders["tool"]) as in_tool, _client_in(folders, folders["api"]) as in_api:
+        assert _names(await _call(in_tool, "read_graph")) == ["cli"]
+        assert _names(await _call(in_api, "read_graph")) == []

@@ -29,7 +29,7 @@ from graphmem.credentials import (
     read_tokens_file,
     sendable_token,
 )
-from graphmem.project_resolution import NoProject, ProjectChoice, resolve_project
+from graphmem.project_resolution import AUTO, NoProject, ProjectChoice, resolve_project
 
 __all__ = [
     "DEFAULT_HTTP_PORT",
@@ -208,6 +208,9 @@ class Settings:
     semantic: bool = True
     project: ProjectChoice | None = None
     why_no_project: str | None = None
+    roots_may_choose: bool = False
+    """`--project auto` without a workspace the client named: the root the client offers over
+    MCP (`roots/list`), when it does, names the folder instead of the working directory."""
 
     @property
     def backend(self) -> str:
@@ -327,14 +330,18 @@ class Settings:
         elif not call_time_limit >= 0:
             raise ConfigError("--call-time-limit", str(call_time_limit), _TIME_LIMIT_HINT)
         project_setting = project if project is not None else env.get("GRAPHMEM_PROJECT", "")
+        workspace_source = "--workspace" if workspace is not None else "GRAPHMEM_WORKSPACE"
+        workspace = workspace if workspace is not None else env.get("GRAPHMEM_WORKSPACE")
+        # A folder the client named (expanded, and there): it wins over the client's roots.
+        named_workspace = bool(workspace and "${" not in workspace and Path(workspace).expanduser().is_dir())
         chosen: ProjectChoice | NoProject | None = None
         if project_setting.strip():
             # Only when asked for: with projects off, start-up looks at no folder at all.
             chosen = resolve_project(
                 project_setting,
                 setting_source="--project" if project is not None else "GRAPHMEM_PROJECT",
-                workspace=workspace if workspace is not None else env.get("GRAPHMEM_WORKSPACE"),
-                workspace_source="--workspace" if workspace is not None else "GRAPHMEM_WORKSPACE",
+                workspace=workspace,
+                workspace_source=workspace_source,
                 cwd=cwd or Path.cwd(),
                 home=home or _home(),
             )
@@ -350,6 +357,7 @@ class Settings:
             semantic=semantic,
             project=chosen if isinstance(chosen, ProjectChoice) else None,
             why_no_project=chosen.reason if isinstance(chosen, NoProject) else None,
+            roots_may_choose=chosen is not None and project_setting.strip().lower() == AUTO and not named_workspace,
         )
 
 

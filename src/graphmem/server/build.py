@@ -104,6 +104,8 @@ def build_server(
                 ToolContext(graph, settings.response_budget, settings.search_budget),
                 StoreAccess(opened, inline=one_client),
                 scope=EVERY if settings.project is None else Scope(settings.project.id),
+                # One client (stdio): its roots may name its folder; a shared server has many.
+                roots_pending=one_client and settings.roots_may_choose,
                 call_time_limit=settings.call_time_limit,
                 bus=bus,
                 notices_on_request_streams=not json_answers,

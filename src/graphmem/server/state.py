@@ -47,6 +47,9 @@ class AppState:
     answer is one JSON body that carries none (HTTP with JSON answers): on its session's stream."""
     scope: Scope = EVERY
     """The projects the calls see unless a call names its own (`--project`; graphmem.core.projects)."""
+    roots_pending: bool = False
+    """`--project auto` found the project from the working directory, and the one client's roots
+    (`roots/list`), if it offers them, are still to be asked for before its first call."""
     call_time_limit: float = 0.0
     """Seconds a tool call may run before the store stops it and rolls it back; 0: no limit."""
     answers: AnswerCache = field(default_factory=AnswerCache)

@@ -13,6 +13,7 @@ from mcp.shared.exceptions import MCPError
 from graphmem.server.access import identity_of, project_header_of
 from graphmem.server.notices import logs_for_request, send_logs
 from graphmem.server.resource_handlers import notify_updated
+from graphmem.server.roots import project_from_roots
 from graphmem.server.state import AppState
 from graphmem.server.tool_calls import Refusal, run_tool_call
 from graphmem.tools import ToolOutput, ToolSpec
@@ -106,6 +107,9 @@ async def _run_tool(
         return _tool_error(
             f"MCP error -32602: Tool {params.name} not found. Call tools/list to see the tools there are."
         )
+    if state.roots_pending:
+        state.roots_pending = False
+        await project_from_roots(state, ctx)
     started = time.perf_counter()
     output = await run_tool_call(
         state, spec, params.arguments, identity_of(ctx.request), project_header_of(ctx.request)

@@ -74,3 +74,23 @@ def test_export_of_one_project_holds_it_alone_with_its_project_named(memory: Pat
     other = tmp_path / "other.db"
     assert run("import", out, "-f", other, "--no-semantic").exit_code == 0
     assert run("projects", "-f", other).output.splitlines()[1].split()[:2] == ["api", "2"]
+
+
+def test_migrate_and_a_json_document_carry_every_project(memory: Path, tmp_path: Path):
+    official_file = tmp_path / "memory.jsonl"
+    moved = run("migrate", "--from", memory, "--to", official_file)
+    assert moved.exit_code == 0, moved.output
+    lines = [json.loads(line) for line in official_file.read_text(encoding="utf-8").splitlines()]
+    assert {line.get("name", line.get("from")): line.get("project") for line in lines} == {
+        "Alice": None,
+        "README": API.home,
+        "server": API.home,
+    }
+    document = tmp_path / "memory.json"
+    assert run("export", "--format", "json", "-o", document, "-f", memory).exit_code == 0
+    again = tmp_path / "again.db"
+    assert run("import", document, "-f", again, "--no-semantic").exit_code == 0
+    assert [line.split()[:3] for line in run("projects", "-f", again).output.splitlines()[1:]] == [
+        ["shared", "1", "0"],
+        ["api", "2", "1"],
+    ]

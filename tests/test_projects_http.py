@@ -25,13 +25,19 @@ DOCS_BOT = "docs-bot-token-0123456789abcdef"
 
 
 @asynccontextmanager
-async def _session(server: NetworkServer, token: str, project: str | None = None) -> AsyncIterator[ClientSession]:
+async def _session(
+    server: NetworkServer, token: str, project: str | None = None, *, in_path: bool = False
+) -> AsyncIterator[ClientSession]:
+    """A client of `server` with `token`, naming `project` in a header, or in the URL (`in_path`)."""
     headers = {"authorization": f"Bearer {token}"}
-    if project is not None:
+    url = server.url
+    if project is not None and in_path:
+        url = f"{server.url}/projects/{project}"
+    elif project is not None:
         headers["x-graphmem-project"] = project
     async with (
         create_mcp_http_client(headers=headers) as http,
-        streamable_http_client(server.url, http_client=http) as (read, write),
+        streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -64,7 +70,7 @@ async def test_two_clients_on_two_projects_of_one_server_see_their_own(memory: P
     async with (
         network_server(memory, "--http", "--no-semantic", env=tokens) as server,  # type: ignore[arg-type]
         _session(server, ALICE, "api") as api,
-        _session(server, ALICE, "web") as web,
+        _session(server, ALICE, "web", in_path=True) as web,
     ):
         await api.call_tool("create_entities", {"entities": [entity("README", "explains the api")]})
         await web.call_tool("create_entities", {"entities": [entity("README", "explains the web app")]})

@@ -44,6 +44,7 @@ from graphmem._version import __version__
 from graphmem.config import NetworkSettings
 from graphmem.explorer import Explorer
 from graphmem.server import AppState, end_listen_streams
+from graphmem.server.access import PROJECT_HEADER
 from graphmem.transports.channel import DRAIN_SECONDS
 from graphmem.transports.deadline import with_request_deadline
 from graphmem.transports.guard import OPEN_PATHS, RequestGuard, allowed_host_names
@@ -121,9 +122,11 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
 
     # Reads the page's files once; its routes reach the memory through the sessions' server state.
     explorer = Explorer(lambda: sessions.state)
+    endpoint = MessageCheck(StreamableHTTPASGIApp(sessions), max_body_bytes=MAX_BODY_BYTES)
     starlette = Starlette(
         routes=[
-            Route(MCP_PATH, endpoint=MessageCheck(StreamableHTTPASGIApp(sessions), max_body_bytes=MAX_BODY_BYTES)),
+            Route(MCP_PATH, endpoint=endpoint),
+            Route(MCP_PATH + "/projects/{project}", endpoint=_ProjectInPath(endpoint)),
             Route("/health", endpoint=health, methods=["GET"]),
             *explorer.routes(),
         ],
@@ -143,6 +146,20 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
         end_listen_streams(server)
 
     return guard, close_streams
+
+
+class _ProjectInPath:
+    """`/mcp/projects/NAME`: the MCP endpoint for a client that names its project in the URL (one
+    that cannot send a header), as if it sent `X-Graphmem-Project: NAME` (server/access.py)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        project = scope.get("path_params", {}).get("project", "")
+        headers = [(key, value) for key, value in scope.get("headers", []) if key != PROJECT_HEADER.encode()]
+        headers.append((PROJECT_HEADER.encode(), project.encode("utf-8")))
+        await self.app({**scope, "headers": headers}, receive, send)
 
 
 class _GracefulServer(uvicorn.Server):

@@ -1376,3 +1376,13 @@ def test_a_transaction_inside_another_keeps_its_scope(store: Store):
             assert store.existing_names(["api-server"]) == set()
         with pytest.raises(ValueError), store.read(API):
             pass
+
+
+def test_project_keys_name_every_project_that_holds_anything(store: Store):
+    with store.read():
+        assert store.project_keys() == []
+    _fill_projects(store)
+    with store.write():
+        store.insert_relations([Relation("x", "y", "r", project="only-a-relation")])
+    with store.read(TOOL):
+        assert store.project_keys() == ["", API.home, "only-a-relation", TOOL.home]

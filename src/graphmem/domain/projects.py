@@ -132,7 +132,7 @@ def scope_named(graph: KnowledgeGraph, given: str) -> Scope:
     if wanted.lower() == SHARED_NAME:
         return Scope(SHARED)
     with graph.store.read():
-        known = [counts.project for counts in graph.store.project_counts() if counts.project != SHARED]
+        known = [project for project in graph.store.project_keys() if project != SHARED]
     if wanted in known or wanted == graph.scope.project:
         return Scope(wanted)
     named = [project for project in known if project_name(project) == wanted]

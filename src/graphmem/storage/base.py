@@ -357,6 +357,12 @@ class Store(Protocol):
         the scope; answered from an index (a memory without projects answers as before them)."""
         ...
 
+    def project_keys(self) -> list[str]:
+        """The key of every project that holds an entity or a relation, whatever the scope, in
+        order (the shared space, "", first when it holds anything); a few index look-ups a
+        project, so that a call naming a project finds it at any size of memory."""
+        ...
+
     def project_counts(self) -> list[ProjectCounts]:
         """Each project the scope sees that holds an entity or a relation, with its counts, in
         the order of their keys (the shared space, "", first)."""

@@ -75,6 +75,11 @@ class _Projects(_Reads):
             return held
         return self._holds_projects_at[1]
 
+    def project_keys(self) -> list[str]:
+        keys = {row.value.project for row in self._head if row is not None and isinstance(row.value, Entity)}
+        keys.update(row.value.project for row in self._relations if row is not None)
+        return sorted(keys)
+
     def project_counts(self) -> list[ProjectCounts]:
         tallies: dict[str, _Tally] = {}
         for entity in self.iter_entities():

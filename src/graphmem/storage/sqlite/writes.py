@@ -236,6 +236,18 @@ class _Writes(_Reads):
         )
         return cursor.rowcount
 
+    def project_keys(self) -> list[str]:
+        # Each table's distinct projects by leaps along its project index (one look-up a project).
+        keys: set[str] = set()
+        for table in ("entities", "relations"):
+            rows = self._conn.execute(
+                f"WITH RECURSIVE leap(project) AS (SELECT min(project) FROM {table}"
+                f" UNION ALL SELECT (SELECT min(project) FROM {table} WHERE project > leap.project)"
+                " FROM leap WHERE leap.project IS NOT NULL) SELECT project FROM leap WHERE project IS NOT NULL"
+            )
+            keys.update(project for (project,) in rows)
+        return sorted(keys)
+
     def project_counts(self) -> list[ProjectCounts]:
         seen = visible(self._scope, "project")
         rows = self._conn.execute(

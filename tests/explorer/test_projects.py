@@ -248,6 +248,7 @@ async def test_moving_an_entity_shows_it_in_its_new_project(settings: Settings):
         )
         api = await ok(alice.get("/api/overview", params={"project": "api"}))
         tool = await ok(alice.get("/api/overview", params={"project": "tool"}))
+        session = await ok(alice.get("/api/session"))
         shared = await ok(
             alice.post("/api/entities/move", params={"project": "tool"}, json={"name": "notes", "to": "shared"})
         )
@@ -260,6 +261,11 @@ async def test_moving_an_entity_shows_it_in_its_new_project(settings: Settings):
     assert moved["entity"]["facts"][0]["text"] == "meeting notes"
     assert "notes" not in [name for name, _ in cards(api, "hubs")]
     assert ("notes", "tool") in cards(tool, "hubs")
+    assert [(item["name"], item["entities"]) for item in session["projects"]] == [
+        ("shared", 1),
+        ("api", 2),
+        ("tool", 2),
+    ]
     assert (shared["entity"]["project"], shared["entity"]["projectKey"]) == ("shared", "")
     assert where_each_is(settings)["notes"] == [""]
 
@@ -291,3 +297,22 @@ async def test_a_move_that_cannot_be_done_is_refused_and_moves_nothing(settings:
         "server": ["github.com/acme/api"],
         "notes": ["github.com/acme/api"],
     }
+
+
+async def test_a_project_name_is_found_again_after_the_memory_changes(settings: Settings):
+    two_projects(settings)
+    async with explorer_client(settings) as alice:
+        before = await ok(alice.get("/api/search", params={"q": "explains", "project": "api"}))
+        # A second project whose short name is also "api": the name no longer says which.
+        await ok(
+            alice.post(
+                "/api/entities/add",
+                headers={"x-graphmem-project": "gitlab.com/other/api"},
+                json={"name": "README", "type": "file", "texts": ["explains the other api"]},
+            )
+        )
+        after = await alice.get("/api/search", params={"q": "explains", "project": "api"})
+        by_key = await ok(alice.get("/api/search", params={"q": "explains", "project": "gitlab.com/other/api"}))
+    assert [hit["match"] for hit in before["results"]] == ["explains the api"]
+    assert after.status_code == 400 and "'api' is the name of 2 projects" in after.json()["error"]
+    assert [hit["match"] for hit in by_key["results"]] == ["explains the other api"]

@@ -175,6 +175,7 @@ class Explorer:
         self._files = _Files()
         self._tools: dict[str, ToolSpec] = {spec.name: spec for spec in ALL_TOOLS}
         self._overviews_kept: dict[str | None, tuple[Hashable, Mapping[str, Any]]] = {}
+        self._projects_kept = scopes.ProjectsKept()
         self._reads: dict[str, Callable[[Request, AppState], Awaitable[Mapping[str, Any]]]] = {
             "session": self._session,
             "overview": self._overview,
@@ -251,7 +252,7 @@ class Explorer:
         graph = state.tools.graph
 
         def limited() -> Mapping[str, Any]:
-            scope = scopes.scope_asked(graph, state.scope, asked, writes=False)
+            scope = self._projects_kept.scope(graph, state.scope, asked, writes=False)
             with graph.time_limit(state.call_time_limit), graph.working_in(scope):
                 return fn(graph, *args)
 
@@ -259,7 +260,7 @@ class Explorer:
 
     async def _session(self, request: Request, state: AppState) -> Mapping[str, Any]:
         identity = identity_of(request)
-        where = await self._run(state, scopes.asked_of(request), _session_reads, identity)
+        where = await self._run(state, scopes.asked_of(request), self._session_reads, identity)
         return {
             "server": "graphmem",
             "version": __version__,
@@ -272,6 +273,17 @@ class Explorer:
 
     async def _overview(self, request: Request, state: AppState) -> Mapping[str, Any]:
         return await self._run(state, scopes.asked_of(request), self._kept_overview)
+
+    def _session_reads(self, graph: KnowledgeGraph, identity: Identity | None) -> Mapping[str, Any]:
+        """What the session says of the memory, in the request's scope: its counts, the project the
+        page is looking at (None: every project), and the projects it may choose from."""
+        current = graph.scope.project
+        return {
+            "counts": views.session_counts(graph),
+            "project": None if current is None else project_name(current),
+            "projectKey": current,
+            "projects": scopes.choices(self._projects_kept.held(graph), graph.scope, identity),
+        }
 
     def _kept_overview(self, graph: KnowledgeGraph) -> Mapping[str, Any]:
         """The overview of the call's scope, kept while the memory stays as it is.
@@ -379,7 +391,7 @@ class Explorer:
         target = edit.target(body) if edit.target is not None else None
 
         def resolve() -> tuple[Scope, Scope | None]:
-            where = scopes.scope_asked(graph, state.scope, asked, writes=True)
+            where = self._projects_kept.scope(graph, state.scope, asked, writes=True)
             if target is None:
                 return where, None
             return where, scopes.target_scope(graph, state.scope, asked.identity, target)
@@ -426,18 +438,6 @@ class Explorer:
 
 class _Unavailable(Exception):
     """The server has not opened the memory yet (or has closed it)."""
-
-
-def _session_reads(graph: KnowledgeGraph, identity: Identity | None) -> Mapping[str, Any]:
-    """What the session says of the memory, in the request's scope: its counts, the project the
-    page is looking at (None: every project), and the projects it may choose from."""
-    current = graph.scope.project
-    return {
-        "counts": views.session_counts(graph),
-        "project": None if current is None else project_name(current),
-        "projectKey": current,
-        "projects": scopes.choices(graph, graph.scope, identity),
-    }
 
 
 def _status_of(error: GraphmemError) -> int:

@@ -1,7 +1,8 @@
 """The explorer's corrections, each the tool call an agent would make for it.
 
 A route's JSON body becomes the arguments of one of graphmem's own tools (fixing a fact is
-`add_observations` with `supersedes`, renaming is `update_entities` with `newName`), so
+`add_observations` with `supersedes`, renaming is `update_entities` with `newName`, moving
+to another project is `move_entities`), so
 the browser gets no rule of its own: the tool checks the arguments, refuses a read-only
 token, records the author and tells subscribed MCP clients, as it does for any client.
 """
@@ -26,6 +27,8 @@ class Edit:
     arguments: Callable[[Mapping[str, Any]], dict[str, Any]]
     shown: Callable[[Mapping[str, Any]], str]
     """The entity the answer shows after the edit (for a relation, its source)."""
+    target: Callable[[Mapping[str, Any]], str] | None = None
+    """For a move, the project the entity goes to: the answer shows it there, not where it was."""
 
 
 def _text(body: Mapping[str, Any], key: str) -> str:
@@ -98,6 +101,12 @@ EDITS: dict[str, Edit] = {
         "merge_entities",
         lambda body: {"source": _text(body, "source"), "target": _text(body, "target")},
         lambda body: _text(body, "target"),
+    ),
+    "entities/move": Edit(
+        "move_entities",
+        lambda body: {"names": [_text(body, "name")], "to": _text(body, "to")},
+        lambda body: _text(body, "name"),
+        target=lambda body: _text(body, "to"),
     ),
 }
 """Each edit route (after `/api/`) and what it does."""

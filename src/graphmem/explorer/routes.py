@@ -3,11 +3,12 @@
     GET  /                      the page (no token needed: it holds no memory data)
     GET  /explorer/<file>       its script, style sheet and vendored libraries
     GET  /api/<read>            session, overview, entities, search, entity, neighbours, path
-    POST /api/<edit>            facts/add|edit|delete, relations/add|delete, entities/add|rename|merge
+    POST /api/<edit>            facts/add|edit|delete, relations/add|delete, entities/add|rename|merge|move
 
 The routes sit behind the same `RequestGuard` as `/mcp`: Host and Origin are checked on
 every path, and the token on every `/api/` path. A read runs where the store's calls run,
 within the call time limit; an edit is a tool call (`edits.py`, `server/tool_calls.py`).
+Each runs in the project its request names (`?project=`, the header, the token's; `scopes.py`).
 Every error is `{"error": message}` with a status that says what kind it is, and changes
 nothing.
 """
@@ -30,13 +31,15 @@ from graphmem._version import __version__
 from graphmem.core.errors import GraphmemError
 from graphmem.core.identity import Identity
 from graphmem.core.models import DeleteOutcome
+from graphmem.core.projects import Scope, project_name
 from graphmem.domain.graph import KnowledgeGraph
-from graphmem.explorer import views
-from graphmem.explorer.edits import EDITS
+from graphmem.explorer import scopes, views
+from graphmem.explorer.edits import EDITS, Edit
+from graphmem.explorer.scopes import OutOfReachError
 from graphmem.server import AppState
 from graphmem.server.access import identity_of
 from graphmem.server.resource_handlers import notify_updated
-from graphmem.server.tool_calls import Refusal, RefusalKind, refusal_kind, run_tool_call
+from graphmem.server.tool_calls import Asked, Refusal, RefusalKind, refusal_kind, run_tool_call
 from graphmem.tools import ALL_TOOLS, ToolOutput, ToolSpec
 
 __all__ = ["MAX_EDIT_BYTES", "STATIC_PREFIX", "Explorer"]
@@ -46,6 +49,8 @@ logger = logging.getLogger(__name__)
 STATIC_PREFIX = "/explorer/"
 MAX_EDIT_BYTES = 256 * 1024
 """The largest edit body: a few facts, far below what any correction needs."""
+KEPT_OVERVIEWS = 16
+"""The projects whose overview is kept at once: a page that switches between a few keeps each."""
 
 _STATUS: dict[RefusalKind, int] = {"read_only": 403, "invalid": 400, "not_found": 404, "busy": 503, "failed": 500}
 
@@ -169,7 +174,8 @@ class Explorer:
         self._state_of = state_of
         self._files = _Files()
         self._tools: dict[str, ToolSpec] = {spec.name: spec for spec in ALL_TOOLS}
-        self._overview_kept: tuple[Hashable, Mapping[str, Any]] | None = None
+        self._overviews_kept: dict[str | None, tuple[Hashable, Mapping[str, Any]]] = {}
+        self._projects_kept = scopes.ProjectsKept()
         self._reads: dict[str, Callable[[Request, AppState], Awaitable[Mapping[str, Any]]]] = {
             "session": self._session,
             "overview": self._overview,
@@ -227,54 +233,84 @@ class Explorer:
                 return _error(400, str(error))
             except _Unavailable:
                 return _error(503, "The memory is still opening; try again in a moment.")
+            except OutOfReachError as error:
+                return _error(403, str(error))
             except GraphmemError as error:
                 return _error(_status_of(error), str(error))
 
         return route
 
-    async def _run(self, state: AppState, fn: Callable[..., Mapping[str, Any]], *args: Any) -> Mapping[str, Any]:
-        """A read, where the store's calls run and within the call time limit."""
+    async def _run(
+        self, state: AppState, asked: Asked, fn: Callable[..., Mapping[str, Any]], *args: Any
+    ) -> Mapping[str, Any]:
+        """A read, where the store's calls run, within the call time limit, in the project `asked` names.
+
+        Raises:
+            InvalidInputError: the request names a project the memory does not hold.
+            OutOfReachError: its token may not reach that project.
+        """
         graph = state.tools.graph
 
         def limited() -> Mapping[str, Any]:
-            with graph.time_limit(state.call_time_limit):
+            scope = self._projects_kept.scope(graph, state.scope, asked, writes=False)
+            with graph.time_limit(state.call_time_limit), graph.working_in(scope):
                 return fn(graph, *args)
 
         return await state.run(limited, writes=False)
 
     async def _session(self, request: Request, state: AppState) -> Mapping[str, Any]:
         identity = identity_of(request)
-        counts = await self._run(state, views.session_counts)
+        where = await self._run(state, scopes.asked_of(request), self._session_reads, identity)
         return {
             "server": "graphmem",
             "version": __version__,
             "canWrite": identity is None or identity.can_write,
             "who": identity.name if identity is not None else None,
-            "counts": counts,
+            **where,
+            "allProjects": identity is None or identity.projects is None,
             "semantic": state.tools.graph.meaning.enabled,
         }
 
     async def _overview(self, request: Request, state: AppState) -> Mapping[str, Any]:
-        return await self._run(state, self._kept_overview)
+        return await self._run(state, scopes.asked_of(request), self._kept_overview)
+
+    def _session_reads(self, graph: KnowledgeGraph, identity: Identity | None) -> Mapping[str, Any]:
+        """What the session says of the memory, in the request's scope: its counts, the project the
+        page is looking at (None: every project), and the projects it may choose from."""
+        current = graph.scope.project
+        return {
+            "counts": views.session_counts(graph),
+            "project": None if current is None else project_name(current),
+            "projectKey": current,
+            "projects": scopes.choices(self._projects_kept.held(graph), graph.scope, identity),
+        }
 
     def _kept_overview(self, graph: KnowledgeGraph) -> Mapping[str, Any]:
-        """The overview, kept while the memory stays as it is.
+        """The overview of the call's scope, kept while the memory stays as it is.
 
         Every visit asks for it first, and on PostgreSQL it counts every relation's ends (a
         quarter of a second at 40,000 entities); the memory's version, which any writer's
-        commit moves, is one row. Reads run one at a time, so the kept answer needs no lock.
+        commit moves, is one row. Reads run one at a time, so the kept answers need no lock.
         """
+        project = graph.scope.project
         version = graph.version()
-        if version is not None and self._overview_kept is not None and self._overview_kept[0] == version:
-            return self._overview_kept[1]
+        kept = self._overviews_kept.pop(project, None)
+        if version is not None and kept is not None and kept[0] == version:
+            self._overviews_kept[project] = kept
+            return kept[1]
         answer = views.overview(graph)
         # Read after the version: a write in between makes the next version differ, never the reverse.
-        self._overview_kept = None if version is None else (version, answer)
+        if version is not None:
+            self._overviews_kept[project] = (version, answer)
+            if len(self._overviews_kept) > KEPT_OVERVIEWS:
+                # The one used longest ago: each use puts its project back at the end.
+                del self._overviews_kept[next(iter(self._overviews_kept))]
         return answer
 
     async def _entities(self, request: Request, state: AppState) -> Mapping[str, Any]:
         return await self._run(
             state,
+            scopes.asked_of(request),
             views.entities_of_type,
             _required(request, "type"),
             _whole_number(request, "offset", 0),
@@ -284,15 +320,21 @@ class Explorer:
     async def _search(self, request: Request, state: AppState) -> Mapping[str, Any]:
         entity_type = request.query_params.get("type") or None
         return await self._run(
-            state, views.search, _required(request, "q"), entity_type, _whole_number(request, "limit", 20)
+            state,
+            scopes.asked_of(request),
+            views.search,
+            _required(request, "q"),
+            entity_type,
+            _whole_number(request, "limit", 20),
         )
 
     async def _entity(self, request: Request, state: AppState) -> Mapping[str, Any]:
-        return await self._run(state, views.entity_detail, _required(request, "name"))
+        return await self._run(state, scopes.asked_of(request), views.entity_detail, _required(request, "name"))
 
     async def _neighbours(self, request: Request, state: AppState) -> Mapping[str, Any]:
         return await self._run(
             state,
+            scopes.asked_of(request),
             views.neighbours,
             _required(request, "name"),
             request.query_params.get("relationType") or None,
@@ -301,7 +343,9 @@ class Explorer:
         )
 
     async def _path(self, request: Request, state: AppState) -> Mapping[str, Any]:
-        return await self._run(state, views.path_between, _required(request, "from"), _required(request, "to"))
+        return await self._run(
+            state, scopes.asked_of(request), views.path_between, _required(request, "from"), _required(request, "to")
+        )
 
     def _edit_route(self, name: str) -> Callable[[Request], Awaitable[Response]]:
         edit = EDITS[name]
@@ -320,12 +364,48 @@ class Explorer:
                 return _error(503, "The memory is still opening; try again in a moment.")
             except GraphmemError as error:
                 return _error(400, str(error))
-            return await self._apply(request, state, spec, arguments, shown)
+            try:
+                where, shown_in = await self._edit_scopes(request, state, edit, body)
+            except OutOfReachError as error:
+                return _error(403, str(error))
+            except GraphmemError as error:
+                return _error(_status_of(error), str(error))
+            # The scope as the tool's own `project` argument: the edit runs where the reads ran.
+            arguments["project"] = scopes.argument_naming(where)
+            asked_after = Asked(identity_of(request), scopes.argument_naming(shown_in or where))
+            return await self._apply(request, state, spec, arguments, shown, asked_after)
 
         return route
 
+    async def _edit_scopes(
+        self, request: Request, state: AppState, edit: Edit, body: Mapping[str, Any]
+    ) -> tuple[Scope, Scope | None]:
+        """The scope an edit runs in, and for a move the scope of its target, where its entity is
+        shown afterwards (None: where it ran).
+
+        Raises:
+            InvalidInputError: an unknown project, or a target no entity may move to.
+            OutOfReachError: the token may not write in that project, or to that target.
+        """
+        graph, asked = state.tools.graph, scopes.asked_of(request)
+        target = edit.target(body) if edit.target is not None else None
+
+        def resolve() -> tuple[Scope, Scope | None]:
+            where = self._projects_kept.scope(graph, state.scope, asked, writes=True)
+            if target is None:
+                return where, None
+            return where, scopes.target_scope(graph, state.scope, asked.identity, target)
+
+        return await state.run(resolve, writes=False)
+
     async def _apply(
-        self, request: Request, state: AppState, spec: ToolSpec, arguments: dict[str, Any], shown: str
+        self,
+        request: Request,
+        state: AppState,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        shown: str,
+        asked_after: Asked,
     ) -> Response:
         identity: Identity | None = identity_of(request)
         output = await run_tool_call(state, spec, arguments, identity)
@@ -347,13 +427,13 @@ class Explorer:
         if output.changed:
             await notify_updated(state)
         try:
-            entity: Mapping[str, Any] | None = await self._run(state, views.entity_detail, shown)
-        except GraphmemError:
+            entity: Mapping[str, Any] | None = await self._run(state, asked_after, views.entity_detail, shown)
+        except (GraphmemError, OutOfReachError):
             entity = None
         # Notes in sentences (a relation to a name that is no entity yet, say) are worth showing;
         # some tools put their JSON answer there, which a person need not read.
         notes = [note for note in output.notes if not note.lstrip().startswith(("{", "["))]
-        return _answer({"message": _done(spec.name, output.deleted), "notes": notes, "entity": entity})
+        return _answer({"message": _done(spec.name, output), "notes": notes, "entity": entity})
 
 
 class _Unavailable(Exception):
@@ -380,6 +460,10 @@ def _skipped(tool: str, output: ToolOutput) -> tuple[int, str] | None:
         results = structured.get("results") or []
         if results and not any(result.get("addedObservations") for result in results):
             return 409, "The entity has that fact already; nothing was added."
+    elif tool == "move_entities" and not structured.get("moved"):
+        if structured.get("notFound"):
+            return 404, f"No entity is named {', '.join(structured['notFound'])} here; nothing was moved."
+        return 409, f"That entity is in {structured.get('to')} already; nothing was moved."
     elif output.deleted is not None and output.deleted.deleted == 0:
         if output.deleted.missing_entities:
             return 404, f"No entity is named {', '.join(output.deleted.missing_entities)}; nothing was deleted."
@@ -388,7 +472,12 @@ def _skipped(tool: str, output: ToolOutput) -> tuple[int, str] | None:
     return None
 
 
-def _done(tool: str, deleted: DeleteOutcome | None) -> str:
+def _done(tool: str, output: ToolOutput) -> str:
+    deleted: DeleteOutcome | None = output.deleted
+    if tool == "move_entities":
+        moved = (output.structured or {}).get("relations", 0)
+        with_relations = f", with {moved} relation{'' if moved == 1 else 's'}" if moved else ""
+        return f"Moved to {(output.structured or {}).get('to')}{with_relations}."
     if deleted is not None and deleted.deleted < deleted.requested:
         noun = "facts" if tool == "delete_observations" else "relations"
         return f"Deleted {deleted.deleted} of {deleted.requested} {noun}; the rest were not there."

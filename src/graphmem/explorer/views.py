@@ -5,6 +5,9 @@ Every function here reads the memory and runs where the store's calls run
 index walks on a hundred entities or a million, and a neighbourhood is a page of one
 entity's relations however many it has. The shapes are the explorer's own (the page is
 their only reader); `docs/explorer.md` describes them.
+
+Each runs in the scope of its request (`KnowledgeGraph.working_in`, see `scopes.py`). When
+that scope can show entities of more than one project, every entity listed says its project.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from graphmem.core.errors import InvalidInputError
 from graphmem.core.models import Entity, Relation
+from graphmem.core.projects import SHARED, project_name
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.navigation import get_entity
 from graphmem.domain.observation_text import parse_observation
@@ -58,8 +62,34 @@ MOST_HISTORY = 50
 """The earlier versions one entity's answer holds (the newest); the rest are counted."""
 
 
-def _card(summary: EntitySummary) -> dict[str, Any]:
-    return {"name": summary.name, "type": summary.entity_type, "degree": summary.degree}
+def _card(summary: EntitySummary, places: dict[str, str] | None) -> dict[str, Any]:
+    card: dict[str, Any] = {"name": summary.name, "type": summary.entity_type, "degree": summary.degree}
+    if places is not None:
+        card["project"] = places.get(summary.name)
+    return card
+
+
+def _shows_projects(graph: KnowledgeGraph) -> bool:
+    """Whether the call's answers say where each entity lives: unless its scope sees the shared
+    space alone, or the memory holds no project (its answers stay as they were before projects)."""
+    return graph.scope.project != SHARED and graph.store.holds_projects()
+
+
+def _places(entities: Iterable[Entity]) -> dict[str, str]:
+    """Each entity's name with its project's short name. Seen across every project a name may be
+    two entities, which the page draws as one: that one names both projects."""
+    held: dict[str, list[str]] = {}
+    for entity in entities:
+        held.setdefault(entity.name, []).append(project_name(entity.project))
+    return {name: ", ".join(sorted(set(names))) for name, names in held.items()}
+
+
+def _places_of(graph: KnowledgeGraph, summaries: list[EntitySummary]) -> dict[str, str] | None:
+    """`_places` of the listed entities, read only when the answer says them (a memory without
+    projects pays nothing for them)."""
+    if not _shows_projects(graph):
+        return None
+    return _places(graph.store.get_entities(list(dict.fromkeys(summary.name for summary in summaries))))
 
 
 def _relation(relation: Relation) -> dict[str, str]:
@@ -89,13 +119,14 @@ def overview(graph: KnowledgeGraph) -> dict[str, Any]:
         relation_types, more_relation_types = _type_counts(graph.store.relation_type_counts())
         hubs = graph.store.most_connected(None, 0, HUBS)
         relations = _relations_among(graph, (hub.name for hub in hubs))
+        places = _places_of(graph, hubs)
     return {
         "counts": counts,
         "entityTypes": entity_types,
         "moreEntityTypes": more_entity_types,
         "relationTypes": relation_types,
         "moreRelationTypes": more_relation_types,
-        "hubs": [_card(hub) for hub in hubs],
+        "hubs": [_card(hub, places) for hub in hubs],
         "relations": relations,
     }
 
@@ -115,11 +146,12 @@ def entities_of_type(graph: KnowledgeGraph, entity_type: str, offset: int, limit
         total = dict(graph.store.entity_type_counts()).get(entity_type, 0)
         page = graph.store.most_connected(entity_type, offset, limit)
         relations = _relations_among(graph, (summary.name for summary in page))
+        places = _places_of(graph, page)
     return {
         "type": entity_type,
         "total": total,
         "offset": offset,
-        "entities": [_card(summary) for summary in page],
+        "entities": [_card(summary, places) for summary in page],
         "relations": relations,
     }
 
@@ -143,19 +175,25 @@ def search(graph: KnowledgeGraph, query: str, entity_type: str | None, limit: in
         raise InvalidInputError("limit", f"is {limit}; give a number from 1 to {MOST_SEARCH}.")
     # One more than shown tells whether there are more.
     page = graph.search_page(query, entity_type=entity_type, limit=limit + 1)
-    entities = page.graph.entities
+    # Seen across every project, the ranked search names a name once per project that holds it,
+    # and each naming brings every entity of that name: each entity is shown once.
+    entities = list({(entity.name, entity.project): entity for entity in page.graph.entities}.values())
     terms = query_terms(query)
     with graph.reading():
         degrees = _degrees(graph, [entity.name for entity in entities[:limit]])
-    results = [
-        {
+        shows_projects = _shows_projects(graph)
+    results = []
+    for entity in entities[:limit]:
+        result = {
             "name": entity.name,
             "type": entity.entity_type,
             "degree": degrees.get(entity.name, 0),
             "match": _best_fact(entity, terms),
         }
-        for entity in entities[:limit]
-    ]
+        if shows_projects:
+            # Each hit is one entity: two projects' READMEs are two hits, each with its own.
+            result["project"] = project_name(entity.project)
+        results.append(result)
     return {"query": query, "results": results, "more": len(entities) > limit}
 
 
@@ -168,6 +206,25 @@ def _degrees(graph: KnowledgeGraph, names: list[str]) -> dict[str, int]:
         _, to_itself = graph.store.find_relations(name, name, None, 0, 0)
         degrees[name] = outgoing + incoming - to_itself
     return degrees
+
+
+def _cards_of(
+    names: list[str], entities: list[Entity], degrees: dict[str, int], places: dict[str, str] | None
+) -> list[dict[str, Any]]:
+    """A card for each name: its type (None for a name a relation points at that is no entity),
+    its degree, and its project when the answer says them."""
+    known = {entity.name: entity for entity in entities}
+    cards = []
+    for name in names:
+        card: dict[str, Any] = {
+            "name": name,
+            "type": known[name].entity_type if name in known else None,
+            "degree": degrees[name],
+        }
+        if places is not None:
+            card["project"] = places.get(name)
+        cards.append(card)
+    return cards
 
 
 def _fact(record: ObservationRecord) -> dict[str, Any]:
@@ -207,6 +264,8 @@ def entity_detail(graph: KnowledgeGraph, name: str) -> dict[str, Any]:
     return {
         "name": entity.name,
         "type": entity.entity_type,
+        "project": project_name(entity.project),
+        "projectKey": entity.project,
         "aliases": list(entity.aliases),
         "createdAt": text("createdAt"),
         "updatedAt": text("updatedAt"),
@@ -246,12 +305,10 @@ def neighbours(graph: KnowledgeGraph, name: str, relation_type: str | None, offs
         others = list(
             dict.fromkeys(relation.to if relation.from_ == name else relation.from_ for relation in relations)
         )
-        known = {entity.name: entity for entity in graph.store.get_entities(others)}
+        found = graph.store.get_entities(others)
         degrees = _degrees(graph, others)
-    cards = [
-        {"name": other, "type": known[other].entity_type if other in known else None, "degree": degrees[other]}
-        for other in others
-    ]
+        places = _places(found) if _shows_projects(graph) else None
+    cards = _cards_of(others, found, degrees, places)
     positions = out_total + in_total
     return {
         "name": name,
@@ -272,12 +329,10 @@ def path_between(graph: KnowledgeGraph, start: str, end: str) -> dict[str, Any]:
     """
     found = shortest_path(graph, start, end, PATH_DEPTH, most_depth=PATH_DEPTH)
     with graph.reading():
-        known = {entity.name: entity for entity in graph.store.get_entities(list(found.names))}
+        entities = graph.store.get_entities(list(found.names))
         degrees = _degrees(graph, list(found.names))
-    cards = [
-        {"name": name, "type": known[name].entity_type if name in known else None, "degree": degrees[name]}
-        for name in found.names
-    ]
+        places = _places(entities) if _shows_projects(graph) else None
+    cards = _cards_of(list(found.names), entities, degrees, places)
     if found.found or found.bound is None:
         why = None if found.found else f"{start} and {end} are not connected."
     elif found.bound.name == "maxDepth":

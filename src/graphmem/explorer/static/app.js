@@ -12,12 +12,13 @@ import {
   setToken,
   signedInByLink,
   takeTokenFromAddress,
+  useProject,
 } from "./js/api.js";
 import { el } from "./js/dom.js";
 import { Graph, MAX_NODES, knownTypes, separateLabels, typeColour } from "./js/graph.js";
 import { renderEntity, renderNewEntity, renderPath } from "./js/panel.js";
 import { Search } from "./js/search.js";
-import { parseState, shareLink, writeState } from "./js/state.js";
+import { emptyState, parseState, shareLink, writeState } from "./js/state.js";
 import { timed } from "./js/timing.js";
 
 performance.mark("graphmem: script started");
@@ -47,6 +48,7 @@ const explorer = {
   actions: null, // the panel's actions, for tests that drive what the page itself would do
 };
 window.graphmemExplorer = explorer;
+useProject(explorer.state.project);
 
 // <body data-explorer="loading|busy|idle">: tests (and anyone curious) wait on it without eval,
 // which the page's Content-Security-Policy forbids.
@@ -149,13 +151,77 @@ $("login-form").addEventListener("submit", async (event) => {
   try {
     explorer.session = await get("session");
   } catch (error) {
-    $("login-error").textContent = error instanceof ApiError && error.status === 401 ? "That token was refused. Check it and try again." : error.message;
-    return;
+    const refused = error instanceof ApiError && error.status === 401;
+    // A good token, but the link's project is refused: starting in the default one says why.
+    if (refused || !(error instanceof ApiError) || !explorer.state.project) {
+      $("login-error").textContent = refused ? "That token was refused. Check it and try again." : error.message;
+      return;
+    }
+    explorer.session = null;
   }
   $("login-token").value = "";
   $("login").hidden = true;
-  await start();
+  await startInLinkedProject();
 });
+
+// ---- projects ----------------------------------------------------------------------------
+
+/** How the page and its requests name a project: "*" for every project, "shared", else its key. */
+function projectValue(key) {
+  if (key === null || key === undefined) return "*";
+  return key === "" ? "shared" : key;
+}
+
+/**
+ * The projects the session offers, or null for a memory that holds none (everything is in the
+ * shared space): then the page says nothing of projects, as before them.
+ */
+function knownProjects(session = explorer.session) {
+  const listed = (session && session.projects) || [];
+  const holdsProjects = listed.some((project) => project.key !== "") || (session && session.projectKey !== null);
+  return holdsProjects ? listed : null;
+}
+
+/** Whether an entity of project `key` shows in the view the session is in. */
+function inView(key, session = explorer.session) {
+  return session.projectKey === null || key === "" || key === session.projectKey;
+}
+
+/** The header's selector: every project the token may reach, "All projects" if it may see them all. */
+function renderProjects(session) {
+  const listed = knownProjects(session);
+  $("project-picker").hidden = listed === null;
+  if (listed === null) return;
+  // Two projects may share a short name (two clones' folders): those show their whole key.
+  const names = listed.map((project) => project.name);
+  const options = listed.map((project) => {
+    const shown = project.key === "" ? "shared space" : names.filter((name) => name === project.name).length > 1 ? project.key : project.name;
+    const count = `${project.entities.toLocaleString("en")} entit${project.entities === 1 ? "y" : "ies"}`;
+    return el("option", { value: projectValue(project.key) }, `${shown} (${count})`);
+  });
+  if (session.allProjects) options.unshift(el("option", { value: "*" }, "All projects"));
+  $("project-select").replaceChildren(...options);
+  $("project-select").value = projectValue(session.projectKey);
+}
+
+/** Show project `value` ("*", "shared" or a key): a fresh view of it, the filters kept. */
+async function switchProject(value) {
+  explorer.state = { ...emptyState(), project: value, hideTypes: explorer.state.hideTypes, hideRels: explorer.state.hideRels };
+  useProject(value);
+  saveState();
+  hidePanel();
+  $("search-input").value = "";
+  search.show([], "");
+  const [session] = await Promise.all([get("session"), loadOverview()]);
+  explorer.session = session;
+  renderProjects(session);
+  showCounts(session.counts);
+  explorer.graph.setFilters(explorer.state.hideTypes, explorer.state.hideRels);
+  explorer.graph.layout();
+  say(session.project === null ? "Showing every project." : `Showing project ${session.project}${session.projectKey ? " and the shared space" : ""}.`);
+}
+
+$("project-select").addEventListener("change", (event) => run(() => switchProject(event.target.value)));
 
 // ---- overview, legend and filters -------------------------------------------------------
 
@@ -331,10 +397,14 @@ function showPanel(title) {
   explorer.graph.cy.resize();
 }
 
-function closePanel() {
+function hidePanel() {
   $("panel").hidden = true;
   document.body.classList.remove("panel-open");
   explorer.graph.cy.resize();
+}
+
+function closePanel() {
+  hidePanel();
   explorer.graph.cy.nodes(":selected").unselect();
   explorer.state.focus = null;
   saveState();
@@ -375,7 +445,17 @@ async function openEntity(name, { focusPanel = true } = {}) {
 
 function fillPanel(entity, neighbours) {
   showPanel(entity.name);
-  renderEntity($("panel-body"), entity, neighbours, explorer.session.canWrite, panelActions);
+  renderEntity($("panel-body"), entity, neighbours, explorer.session.canWrite, panelActions, movesTo());
+}
+
+/**
+ * The projects an entity may be moved to from the panel (null: the memory holds no projects).
+ * A token limited to projects may not write the shared space alone, so it is not offered to one.
+ */
+function movesTo() {
+  const listed = knownProjects();
+  if (listed === null) return null;
+  return listed.filter((project) => project.key !== "" || explorer.session.allProjects);
 }
 
 async function setPathEnd(end, name) {
@@ -419,12 +499,33 @@ async function edit(action, body) {
   }
   graph.applyFilters();
   say(answer.message || "Saved.");
-  if (answer.entity) {
+  if (action === "entities/move" && answer.entity) {
+    await followMoved(answer.entity, answer.message);
+  } else if (answer.entity) {
     await openEntity(answer.entity.name, { focusPanel: false });
     if (action === "entities/rename" || action === "entities/merge") graph.layout({ incremental: true });
   } else {
     closePanel();
   }
+}
+
+/**
+ * Show a moved entity where it now lives: the view stays when it still shows the entity (every
+ * project, or a move into the shared space), else the page follows it to its new project.
+ */
+async function followMoved(entity, message) {
+  if (inView(entity.projectKey)) {
+    // The selector's counts changed with the move.
+    explorer.session = await get("session");
+    renderProjects(explorer.session);
+    showCounts(explorer.session.counts);
+    await openEntity(entity.name, { focusPanel: false });
+    say(message);
+    return;
+  }
+  await switchProject(projectValue(entity.projectKey));
+  await openEntity(entity.name, { focusPanel: false });
+  say(`${message} Now showing project ${entity.project}, where ${entity.name} is.`);
 }
 
 // ---- start -------------------------------------------------------------------------------
@@ -439,6 +540,7 @@ async function start() {
   ]);
   explorer.session = session;
   showWho(session);
+  renderProjects(session);
   showCounts(explorer.session.counts);
   $("new-entity-button").hidden = !explorer.session.canWrite;
   const state = explorer.state;
@@ -494,7 +596,7 @@ document.addEventListener("keydown", (event) => {
 });
 $("overview-button").addEventListener("click", () =>
   run(async () => {
-    explorer.state = { ...parseState(new URLSearchParams()), hideTypes: explorer.state.hideTypes, hideRels: explorer.state.hideRels };
+    explorer.state = { ...emptyState(), project: explorer.state.project, hideTypes: explorer.state.hideTypes, hideRels: explorer.state.hideRels };
     $("panel").hidden = true;
     document.body.classList.remove("panel-open");
     explorer.graph.cy.resize();
@@ -521,10 +623,28 @@ $("share-button").addEventListener("click", async () => {
 // takes no room when empty): Cytoscape must hear of it, or it maps clicks to where nodes were.
 new ResizeObserver(() => explorer.graph.cy.resize()).observe($("graph"));
 
+/**
+ * Start, and when the link names a project this server no longer holds, or one the token may not
+ * reach, start again in the default one, saying why: a shared link must not leave a blank page.
+ */
+async function startInLinkedProject() {
+  try {
+    await start();
+  } catch (error) {
+    if (!(error instanceof ApiError && (error.status === 400 || error.status === 403)) || !explorer.state.project) throw error;
+    explorer.state.project = null;
+    useProject(null);
+    saveState();
+    explorer.session = null;
+    await start();
+    say(`${error.message} Showing ${explorer.session.project === null ? "every project" : "project " + explorer.session.project} instead.`, { error: true });
+  }
+}
+
 tracked(async () => {
   try {
     try {
-      await start();
+      await startInLinkedProject();
     } catch (error) {
       // The tab's own token is refused (a server started again with new tokens, as each
       // `graphmem view` run is): the link's token is used instead, and the page says so.

@@ -1,4 +1,5 @@
-// The explorer's only door to the server: same-origin JSON under /api/, with the bearer token.
+// The explorer's only door to the server: same-origin JSON under /api/, with the bearer token,
+// each request in the project the page looks at (`?project=`; none: the server's or the token's).
 //
 // The token arrives once (in the address's fragment from `graphmem view`, or typed into the
 // form), is kept in sessionStorage for this tab, and never goes back into the address bar.
@@ -11,6 +12,9 @@ const TOKEN_KEY = "graphmem.token";
 
 /** A token a link carried while the tab held another: kept in memory only, until the user chooses. */
 let offered = null;
+
+/** The project every request names: a key, "shared", "*" for every project, or null for the default. */
+let project = null;
 
 /** Whether the tab's token came from a link this page load (a new tab signed in by the link). */
 let fromLink = false;
@@ -68,6 +72,11 @@ export function declineOfferedToken() {
   offered = null;
 }
 
+/** Send every request from now on in `value` (a project's key, "shared" or "*"; null: the default). */
+export function useProject(value) {
+  project = value || null;
+}
+
 function headers(extra, token = sessionStorage.getItem(TOKEN_KEY)) {
   const all = { Accept: "application/json", ...extra };
   if (token) all.Authorization = "Bearer " + token;
@@ -94,6 +103,7 @@ async function answer(response) {
  */
 export async function get(path, params = {}, token = undefined) {
   const query = new URLSearchParams();
+  if (project) query.set("project", project);
   for (const [key, value] of Object.entries(params)) {
     if (value !== undefined && value !== null && value !== "") query.set(key, String(value));
   }
@@ -103,7 +113,8 @@ export async function get(path, params = {}, token = undefined) {
 
 /** POST /api/PATH with a JSON body. */
 export async function post(path, body) {
-  const response = await fetch("/api/" + path, {
+  const suffix = project ? "?" + new URLSearchParams({ project }).toString() : "";
+  const response = await fetch("/api/" + path + suffix, {
     method: "POST",
     headers: headers({ "Content-Type": "application/json" }),
     body: JSON.stringify(body),

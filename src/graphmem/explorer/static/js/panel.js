@@ -1,5 +1,5 @@
-// The side panel: one entity's type, aliases, facts and their history, its relations, and the
-// forms that correct them. Edit controls are only built when the token can write.
+// The side panel: one entity's type, project, aliases, facts and their history, its relations,
+// and the forms that correct them. Edit controls are only built when the token can write.
 
 import { el, field, shortTime } from "./dom.js";
 import { typeColour } from "./graph.js";
@@ -32,15 +32,42 @@ function smallForm({ label, button, multiline = false, value = "", submit, extra
   return form;
 }
 
+/** The form that moves an entity to another of `projects` (each `{name, key}`); null when there is none. */
+function moveForm(entity, projects, actions) {
+  const others = projects.filter((project) => project.key !== entity.projectKey);
+  if (!others.length) return null;
+  const names = others.map((project) => project.name);
+  const select = el(
+    "select",
+    { required: true },
+    others.map((project) => {
+      if (project.key === "") return el("option", { value: "shared" }, "shared space (every project sees it)");
+      // Two projects may share a short name: those show their whole key.
+      return el("option", { value: project.key }, names.filter((name) => name === project.name).length > 1 ? project.key : project.name);
+    }),
+  );
+  const form = el("form", { class: "small-form" }, field("Move to project", select), el("button", { type: "submit" }, "Move"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    await actions.edit("entities/move", { name: entity.name, to: select.value });
+  });
+  return el("details", { class: "danger-zone" }, el("summary", {}, "Move to another project"), form);
+}
+
 /**
  * Fill the panel with `entity` (as GET /api/entity answers). `neighbours` is the first page of
- * /api/neighbours (its relations are listed), `actions` the app's callbacks.
+ * /api/neighbours (its relations are listed), `actions` the app's callbacks, `projects` the
+ * projects it may move to (null when the memory holds none: then the panel says nothing of them).
  */
-export function renderEntity(body, entity, neighbours, canWrite, actions) {
+export function renderEntity(body, entity, neighbours, canWrite, actions, projects = null) {
   const name = entity.name;
   const children = [];
 
   children.push(el("p", { class: "entity-type" }, typeChip(entity.type), ` · ${entity.degree} relation${entity.degree === 1 ? "" : "s"}`));
+  if (projects !== null) {
+    const where = entity.projectKey === "" ? "shared space (every project sees it)" : entity.project;
+    children.push(el("p", { class: "entity-project" }, "Project: ", el("strong", {}, where)));
+  }
   if (entity.aliases.length) children.push(el("p", { class: "aliases" }, "Also known as: " + entity.aliases.join(", ")));
   const made = [];
   if (entity.createdAt) made.push(`created ${shortTime(entity.createdAt)}${entity.createdBy ? " by " + entity.createdBy : ""}`);
@@ -159,6 +186,7 @@ export function renderEntity(body, entity, neighbours, canWrite, actions) {
         smallForm({ label: "Merge into (entity name)", button: "Merge", submit: (target) => actions.edit("entities/merge", { source: name, target }) }),
       ),
     );
+    if (projects !== null) children.push(moveForm(entity, projects, actions));
   }
   body.replaceChildren(...children);
 }

@@ -48,7 +48,8 @@ export class Search {
         "li",
         { role: "option", id: "search-option-" + index, class: "search-option", "aria-selected": "false" },
         el("span", { class: "option-name" }, dot, result.name),
-        el("span", { class: "option-type" }, result.type),
+        // Seen across projects, one name may be two entities: each hit says where it lives.
+        el("span", { class: "option-type" }, result.type, result.project ? el("span", { class: "option-project" }, ` · ${result.project}`) : null),
         result.match ? el("span", { class: "option-match" }, result.match) : null,
       );
       item.addEventListener("click", () => this.choose(index));

@@ -1,16 +1,17 @@
 // The view's state, mirrored in the address's fragment so that a copied link reopens the same view.
 //
-// Only names and filters live there, never the token. The fragment, not the query, holds it
+// Only names, filters and the project live there, never the token. The fragment, not the query, holds it
 // because a fragment never reaches the server or its logs.
 
 /** A fresh, empty view. */
 export function emptyState() {
-  return { focus: null, expand: [], types: [], hideTypes: [], hideRels: [], from: null, to: null, q: "" };
+  return { project: null, focus: null, expand: [], types: [], hideTypes: [], hideRels: [], from: null, to: null, q: "" };
 }
 
 /** Read a state from fragment parameters (URLSearchParams). */
 export function parseState(params) {
   const state = emptyState();
+  state.project = params.get("project");
   state.focus = params.get("focus");
   state.expand = params.getAll("expand");
   state.types = params.getAll("type");
@@ -25,6 +26,7 @@ export function parseState(params) {
 /** The fragment (without '#') that holds `state`. */
 export function formatState(state) {
   const params = new URLSearchParams();
+  if (state.project) params.set("project", state.project);
   if (state.focus) params.set("focus", state.focus);
   for (const name of state.expand) params.append("expand", name);
   for (const type of state.types) params.append("type", type);

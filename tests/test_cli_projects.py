@@ -94,3 +94,28 @@ def test_migrate_and_a_json_document_carry_every_project(memory: Path, tmp_path:
         ["shared", "1", "0"],
         ["api", "2", "1"],
     ]
+
+
+def test_an_import_keeps_same_named_entities_of_two_projects_apart(tmp_path: Path):
+    source = tmp_path / "two.jsonl"
+    source.write_text(
+        '{"type":"entity","name":"README","entityType":"file","observations":["explains the api"],"project":"api"}\n'
+        '{"type":"entity","name":"README","entityType":"file","observations":["explains the tool"],"project":"tool"}\n'
+        '{"type":"entity","name":"Alice","entityType":"person","observations":["reviews code"]}\n'
+        '{"type":"relation","from":"Alice","to":"README","relationType":"wrote","project":"api"}\n'
+        '{"type":"relation","from":"Alice","to":"README","relationType":"wrote","project":"tool"}\n',
+        encoding="utf-8",
+    )
+    memory = tmp_path / "memory.db"
+    for _ in range(2):  # the second time, everything is there already and nothing doubles
+        assert run("import", source, "-f", memory, "--no-semantic").exit_code == 0
+    store = open_store(Settings(memory_path=memory))
+    graph = KnowledgeGraph(store)
+    try:
+        for project, fact in (("api", "explains the api"), ("tool", "explains the tool")):
+            with graph.working_in(Scope(project)):
+                (readme,) = graph.open_nodes(["README"]).entities
+                assert readme.observations == (fact,)
+                assert [relation.key for relation in graph.read_graph().relations] == [("Alice", "README", "wrote")]
+    finally:
+        store.close()

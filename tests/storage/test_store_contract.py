@@ -1386,3 +1386,15 @@ def test_project_keys_name_every_project_that_holds_anything(store: Store):
         store.insert_relations([Relation("x", "y", "r", project="only-a-relation")])
     with store.read(TOOL):
         assert store.project_keys() == ["", API.home, "only-a-relation", TOOL.home]
+
+
+def test_inside_a_transaction_of_every_project_a_block_may_narrow_to_one(store: Store):
+    _fill_projects(store)
+    with store.write():
+        with store.write(TOOL):
+            store.append_observations("README", ["lists the commands"])
+            assert store.existing_names(["api-server"]) == set()
+        # Back to every project after the block.
+        assert store.existing_names(["api-server"]) == {"api-server"}
+    with store.read(API):
+        assert store.observations_of("README") == ["explains the api"]

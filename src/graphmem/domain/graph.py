@@ -57,6 +57,8 @@ class KnowledgeGraph(Writes, Searches):
         """Who the calls made now are made by (`authored_by`); None: nobody named."""
         self.scope: Scope = EVERY
         """What the calls made now see and where they create (`working_in`; graphmem.core.projects)."""
+        self.reach: tuple[str, ...] | None = None
+        """The projects the caller may reach (its token's), or None for every one (`working_in`)."""
         self.limits = limits or Limits()
         self._indexed = None
         if embedder is not None:
@@ -79,17 +81,19 @@ class KnowledgeGraph(Writes, Searches):
             self.author = previous
 
     @contextmanager
-    def working_in(self, scope: Scope) -> Iterator[None]:
-        """Make the calls of the block in `scope`: they see its projects, and create in its home.
+    def working_in(self, scope: Scope, reach: tuple[str, ...] | None = None) -> Iterator[None]:
+        """Make the calls of the block in `scope`: they see its projects, and create in its home;
+        a caller limited to projects (`reach`, its token's) moves nothing out of them.
 
         Entered around one tool call as `authored_by` is: a server that serves several
         projects (one per HTTP client) gives each call its own.
         """
-        previous, self.scope = self.scope, scope
+        previous = self.scope, self.reach
+        self.scope, self.reach = scope, reach
         try:
             yield
         finally:
-            self.scope = previous
+            self.scope, self.reach = previous
 
     def embed_pending(self, batch: int = EMBED_BATCH) -> int:
         """Embed one batch of the texts waiting for vectors, here and now; how many it took.

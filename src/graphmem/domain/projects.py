@@ -153,6 +153,12 @@ def move(graph: KnowledgeGraph, names: Sequence[str], target: str) -> MovedEntit
     """Move the named entities the graph's scope sees to project `target` ("" for the shared
     space): one write transaction, of every project (`move_entities` says why)."""
     graph.check_names("names", names)
+    if graph.reach is not None and target not in {_named_or_new(graph, project).project for project in graph.reach}:
+        raise InvalidInputError(
+            "to",
+            f"this token may reach {', '.join(map(repr, graph.reach))}, not {project_name(target)!r}; "
+            "nothing was moved.",
+        )
     with graph.store.write():
         return move_entities(graph.store, graph.scope, names, target)
 

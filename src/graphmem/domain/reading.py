@@ -91,9 +91,19 @@ class Reads(Checks):
             entities, total = self.store.page_entities(None, 0, limit)
             if total <= limit:
                 return GraphPage(self.graph_of(tuple(entities), tuple(self.store.iter_relations())), 0, total)
-            # Keys, not whole relations: an answer never shows a relation's extra keys.
-            keys = self.store.relation_keys_touching([entity.name for entity in entities])
-        return GraphPage(self.graph_of(tuple(entities), tuple(Relation(*key) for key in keys)), 0, total)
+            relations = self.relations_to_show([entity.name for entity in entities])
+        return GraphPage(self.graph_of(tuple(entities), relations), 0, total)
+
+    def relations_to_show(self, names: Sequence[str]) -> tuple[Relation, ...]:
+        """The relations touching `names` as an answer shows them: their keys, never their extra
+        keys; with their projects when read across every project (the answer may say them)."""
+        if self.scope.every and self.store.holds_projects():
+            return tuple(
+                Relation(r.from_, r.to, r.relation_type, project=r.project)
+                for r in self.store.relations_touching(names)
+            )
+        # Keys, not whole relations: cheaper, and an answer never shows a relation's extra keys.
+        return tuple(Relation(*key) for key in self.store.relation_keys_touching(names))
 
     def outline_page(
         self, entity_type: str | None, offset: int, limit: int | None, *, count_relations: bool = True

@@ -11,7 +11,6 @@ from graphmem.core.models import (
     Entity,
     Graph,
     GraphPage,
-    Relation,
 )
 from graphmem.domain import search
 from graphmem.domain.fusion import CANDIDATES, NEAR_CANDIDATES, SEARCH_MODES, FusedHit, Fusion, fuse, meaning_counts
@@ -275,9 +274,9 @@ class Searches(Reads):
             by_name: dict[str, list[Entity]] = {}
             for entity in entities:
                 by_name.setdefault(entity.name, []).append(entity)
-            ranked = tuple(entity for name in names for entity in by_name.get(name, ()))
-            # Keys, not whole relations: an answer never shows a relation's extra keys.
-            relations = tuple(Relation(*key) for key in self.store.relation_keys_touching(names))
+            # Each name once: its entities (two projects', or a JSONL file's two) come together.
+            ranked = tuple(entity for name in dict.fromkeys(names) for entity in by_name.get(name, ()))
+            relations = self.relations_to_show(names)
         return self.graph_of(ranked, relations)
 
 

@@ -238,7 +238,9 @@ def subgraph(
         shown = everyone if load_at_most is None else everyone[:load_at_most]
         entities = {entity.name: entity for entity in reversed(graph.store.get_entities(shown))}
         relations = tuple(
-            Relation(*key) for key in graph.store.relation_keys_touching(shown) if key[0] in inside and key[1] in inside
+            relation
+            for relation in graph.relations_to_show(shown)
+            if relation.from_ in inside and relation.to in inside
         )
     ordered = tuple(entities[name] for name in shown if name in entities)
     return Subgraph(graph.graph_of(ordered, relations), not_found, reached.bound, len(everyone) - len(shown))

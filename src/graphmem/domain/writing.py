@@ -8,6 +8,7 @@ on delete, add_observations on a missing entity fails whole) and what graphmem a
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -20,6 +21,7 @@ from graphmem.core.models import (
     ObservationDeletion,
     Relation,
 )
+from graphmem.core.projects import Scope
 from graphmem.core.timestamps import new_metadata, now_iso
 from graphmem.domain import projects
 from graphmem.domain.observations import (
@@ -37,6 +39,7 @@ from graphmem.domain.reading import Reads, distinct
 __all__ = ["CreatedEntities", "CreatedRelations", "Writes"]
 
 T = TypeVar("T")
+_Item = TypeVar("_Item", Entity, Relation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,49 +258,69 @@ class Writes(Reads):
         """
         new_entities = new_relations = 0
         with self.writing():
+            # An entity or relation from a file keeps the project it names: each project's merge
+            # runs in that project's scope (a name is unique there), the rest in the call's.
             for chunk in _chunks(entities, 1000):
-                by_name: dict[str, Entity] = {}
-                extra: dict[str, list[str]] = {}
-                for entity in chunk:
-                    if entity.name in by_name:
-                        extra.setdefault(entity.name, []).extend(entity.observations)
-                    else:
-                        by_name[entity.name] = entity
-                existing = self.store.existing_names(list(by_name))
-                # Archived facts are kept but not shown, from the moment they arrive.
-                # An entity from a file keeps the project it names; otherwise it goes to the scope's.
-                fresh = [
-                    without_archived(
-                        Entity(
-                            entity.name,
-                            entity.entity_type,
-                            tuple(distinct(entity.observations)),
-                            entity.extra,
-                            entity.project or self.scope.home,
-                        )
-                    )
-                    for name, entity in by_name.items()
-                    if name not in existing
-                ]
-                self.store.insert_entities(fresh)
-                new_entities += len(fresh)
-                for name, entity in by_name.items():
-                    more = list(entity.observations) if name in existing else []
-                    more += extra.get(name, [])
-                    if more:
-                        have = set(self.store.observations_of(name) or [])
-                        self.store.append_observations(name, [c for c in distinct(more) if c not in have])
+                for project, group in _by_project(chunk):
+                    with self._scope_of_file(project):
+                        new_entities += self._merge_entities(group)
             for relation_chunk in _chunks(relations, 1000):
-                unique = list(_first_per_key(relation_chunk))
-                existing_keys = self.store.existing_relations([relation.key for relation in unique])
-                fresh_relations = [
-                    relation if relation.project else replace(relation, project=self.scope.home)
-                    for relation in unique
-                    if relation.key not in existing_keys
-                ]
-                self.store.insert_relations(fresh_relations)
-                new_relations += len(fresh_relations)
+                for project, relation_group in _by_project(relation_chunk):
+                    with self._scope_of_file(project):
+                        new_relations += self._merge_relations(relation_group)
         return new_entities, new_relations
+
+    def _scope_of_file(self, project: str) -> AbstractContextManager[None]:
+        """The call's own transaction, or, for items a file puts in a project, that project's scope
+        (inside a transaction of every project; in a project's own, the file's project must be it)."""
+        if not project or project == self.scope.project:
+            return self.writing()
+        return self.store.write(Scope(project))
+
+    def _merge_entities(self, chunk: Sequence[Entity]) -> int:
+        """Insert the new entities of `chunk`, give existing ones the observations they lack; how many were new."""
+        by_name: dict[str, Entity] = {}
+        extra: dict[str, list[str]] = {}
+        for entity in chunk:
+            if entity.name in by_name:
+                extra.setdefault(entity.name, []).extend(entity.observations)
+            else:
+                by_name[entity.name] = entity
+        existing = self.store.existing_names(list(by_name))
+        # Archived facts are kept but not shown, from the moment they arrive.
+        fresh = [
+            without_archived(
+                Entity(
+                    entity.name,
+                    entity.entity_type,
+                    tuple(distinct(entity.observations)),
+                    entity.extra,
+                    entity.project or self.scope.home,
+                )
+            )
+            for name, entity in by_name.items()
+            if name not in existing
+        ]
+        self.store.insert_entities(fresh)
+        for name, entity in by_name.items():
+            more = list(entity.observations) if name in existing else []
+            more += extra.get(name, [])
+            if more:
+                have = set(self.store.observations_of(name) or [])
+                self.store.append_observations(name, [c for c in distinct(more) if c not in have])
+        return len(fresh)
+
+    def _merge_relations(self, chunk: Sequence[Relation]) -> int:
+        """Insert the relations of `chunk` that are new; how many were."""
+        unique = list(_first_per_key(chunk))
+        existing_keys = self.store.existing_relations([relation.key for relation in unique])
+        fresh = [
+            relation if relation.project else replace(relation, project=self.scope.home)
+            for relation in unique
+            if relation.key not in existing_keys
+        ]
+        self.store.insert_relations(fresh)
+        return len(fresh)
 
 
 def _first_per_key(relations: Iterable[Relation]) -> Iterator[Relation]:
@@ -307,6 +330,14 @@ def _first_per_key(relations: Iterable[Relation]) -> Iterator[Relation]:
         if relation.key not in seen:
             seen.add(relation.key)
             yield relation
+
+
+def _by_project(items: Iterable[_Item]) -> list[tuple[str, list[_Item]]]:
+    """`items` grouped by the project each names ("" for none), in the order projects first come."""
+    groups: dict[str, list[_Item]] = {}
+    for item in items:
+        groups.setdefault(item.project, []).append(item)
+    return list(groups.items())
 
 
 def _unique_keys(relations: Sequence[Relation]) -> list[tuple[str, str, str]]:

@@ -96,7 +96,7 @@ def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: As
     with (
         graph.time_limit(state.call_time_limit if spec.time_limited else 0),
         graph.authored_by(author),
-        graph.working_in(scope),
+        graph.working_in(scope, None if identity is None else identity.projects),
     ):
         return state.answers.run(spec, state.tools, arguments)
 

@@ -117,8 +117,10 @@ class Store(Protocol):
     def write(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
         """A durable, all-or-nothing write transaction (serialised with other writers) in `scope`.
 
-        A transaction opened inside another joins it, in the outer one's scope; asking there
-        for another scope raises ValueError.
+        A transaction opened inside another joins it, in the outer one's scope; inside one of
+        every project it may ask for a narrower scope, which its block then sees (an import puts
+        each project's entities where they belong in one transaction); asking for another scope
+        inside a project's raises ValueError.
         """
         ...
 

@@ -379,15 +379,21 @@ class JsonlStore(_Writes, _Projects):
             if self._depth:
                 # Already inside a transaction on this store: join it, in its scope. EVERY is
                 # what a caller that names no scope asks for (a helper inside the domain's call).
-                if scope != self._scope and scope != EVERY:
+                # Or, inside a transaction of every project, in the narrower scope asked for.
+                narrows = self._scope.every and not scope.every
+                if scope != self._scope and scope != EVERY and not narrows:
                     raise ValueError(f"a transaction in {scope} cannot join one in {self._scope}")
                 if writing and not self._writing:
                     raise RuntimeError("write() cannot start inside read(); open the write first.")
+                outer = self._scope
                 self._depth += 1
+                if narrows:
+                    self._scope = scope
                 try:
                     yield
                 finally:
                     self._depth -= 1
+                    self._scope = outer
                 return
             with map_backend_errors():
                 if writing:

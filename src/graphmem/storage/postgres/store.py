@@ -98,14 +98,20 @@ class PostgresStore(_Search, _Vectors):
         if current is not None:
             if writing and not current.writing:
                 raise RuntimeError("write() cannot start inside read(); open the write first.")
-            if scope != current.scope and scope != EVERY:
+            narrows = current.scope.every and not scope.every
+            if scope != current.scope and scope != EVERY and not narrows:
                 raise ValueError(f"a transaction in {current.scope} cannot join one in {scope}")
-            # Already inside a transaction on this thread: join it, in its scope.
+            # Already inside a transaction on this thread: join it, in its scope, or in the
+            # narrower one asked for inside a transaction of every project, for this block.
+            outer = current.scope
             current.depth += 1
+            if narrows:
+                current.scope = scope
             try:
                 yield
             finally:
                 current.depth -= 1
+                current.scope = outer
             return
         if writing and self._read_only:
             raise StorageError(f"The memory at {self.location} was opened read-only; nothing was changed.")

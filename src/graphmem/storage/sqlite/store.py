@@ -295,14 +295,20 @@ class SQLiteStore(_Writes, _Search, _Vectors):
     def _transaction(self, begin: str, scope: Scope) -> Iterator[None]:
         with self._lock:
             if self._depth:
-                # Already inside a transaction on this connection: join it, in its scope.
-                if scope != self._scope and scope != EVERY:
+                # Already inside a transaction on this connection: join it, in its scope, or in
+                # the narrower one asked for inside a transaction of every project, for this block.
+                narrows = self._scope.every and not scope.every
+                if scope != self._scope and scope != EVERY and not narrows:
                     raise ValueError(f"a transaction in {self._scope} cannot join one in {scope}")
+                outer = self._scope
                 self._depth += 1
+                if narrows:
+                    self._scope = scope
                 try:
                     yield
                 finally:
                     self._depth -= 1
+                    self._scope = outer
                 return
             self._scope = scope
             with map_backend_errors():

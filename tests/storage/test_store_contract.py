@@ -1398,3 +1398,14 @@ def test_inside_a_transaction_of_every_project_a_block_may_narrow_to_one(store: 
         assert store.existing_names(["api-server"]) == {"api-server"}
     with store.read(API):
         assert store.observations_of("README") == ["explains the api"]
+
+
+def test_a_word_of_a_query_never_finds_what_the_store_keeps_for_projects(store: Store):
+    # SQLite keeps each entity's project as a word of its own in the word index ("gp0" for the
+    # shared space): a query must find only what the texts say.
+    with store.write():
+        store.insert_entities([Entity(f"note {i}", "note", (f"fact {i}",)) for i in range(5)])
+        store.insert_entities([Entity("GP0 board", "thing", ("a board",))])
+    with store.read():
+        for query in ("gp0", "gp", "gp0 board"):
+            assert {hit.name for hit in store.search_entities(word_search([query], limit=10)).hits} == {"GP0 board"}

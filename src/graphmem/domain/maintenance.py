@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from graphmem.core.errors import EntityNotFoundError, InvalidInputError, ProjectConflictError, RelationNotFoundError
 from graphmem.core.models import Entity, Relation
-from graphmem.core.projects import SHARED, project_name
+from graphmem.core.projects import SHARED, Scope, project_name
 from graphmem.core.timestamps import new_metadata, now_iso, touched
 from graphmem.domain import projects
 from graphmem.domain.graph import KnowledgeGraph
@@ -139,6 +139,11 @@ def update_entities(graph: KnowledgeGraph, updates: Sequence[EntityUpdate]) -> l
             aliases = list(update.aliases) if update.aliases is not None else list(entity.aliases)
             if new_name != name:
                 _check_free(graph, f"{field}.newName", new_name, owner=name)
+                if entity.project == SHARED:
+                    # A shared entity is in every project: its new name must be free in all of them.
+                    taken = graph.store.projects_holding([new_name]).get(new_name, [])
+                    if any(project != SHARED for project in taken):
+                        projects.refuse_taken_elsewhere(graph.store, Scope(SHARED), f"{field}.newName", [new_name])
                 aliases.append(name)  # the old name keeps working
             aliases = [alias for alias in aliases if alias != new_name]
             for alias in aliases:
@@ -206,6 +211,7 @@ def upsert_entities(graph: KnowledgeGraph, entities: Sequence[Entity]) -> list[U
             name = resolved.get(entity.name)
             contents = list(dict.fromkeys(entity.observations))
             if name is None:
+                projects.refuse_taken_elsewhere(graph.store, graph.scope, f"entities[{entity.name}]", [entity.name])
                 fresh = Entity(entity.name, entity.entity_type, (), new_metadata(now, graph.author), graph.scope.home)
                 new = [NewObservation(content) for content in contents]
                 graph.store.insert_entities([with_records(fresh, *new_records(new, now, graph.author))])

@@ -37,6 +37,8 @@ __all__ = [
     "move_entities",
     "refuse_ambiguous",
     "refuse_ambiguous_among",
+    "refuse_taken_elsewhere",
+    "taken_elsewhere",
     "relation_home",
     "scope_named",
     "scope_of_call",
@@ -183,6 +185,29 @@ def refuse_ambiguous(store: Store, scope: Scope, field: str, names: Sequence[str
     if not scope.every or not names:
         return
     refuse_ambiguous_among(store.get_entities(list(dict.fromkeys(names))), scope, field)
+
+
+def taken_elsewhere(store: Store, scope: Scope, names: Sequence[str]) -> dict[str, list[str]]:
+    """Of `names` that would become shared entities in `scope`, those projects it does not see
+    hold, with the projects: a shared name must stay one entity in every project. Empty when the
+    scope sees every project (its own reads see them) or is a project's (its names are its own)."""
+    if scope.project != SHARED or not names:
+        return {}
+    held = store.projects_holding(list(dict.fromkeys(names)))
+    return {name: [p for p in projects if p != SHARED] for name, projects in held.items() if set(projects) - {SHARED}}
+
+
+def refuse_taken_elsewhere(store: Store, scope: Scope, field: str, names: Sequence[str]) -> None:
+    """Raise `ProjectConflictError` when one of `names`, made shared in `scope`, is a project's."""
+    taken = taken_elsewhere(store, scope, names)
+    if taken:
+        name, projects = next(iter(taken.items()))
+        raise ProjectConflictError(
+            field,
+            f"{name!r} is an entity of project {', '.join(repr(project_name(p)) for p in projects)}: as a shared "
+            "entity it would be a second one there. Nothing was changed: use another name, or move that one to "
+            "the shared space (move_entities).",
+        )
 
 
 def relation_home(scope: Scope, endpoints: Sequence[Entity]) -> str:

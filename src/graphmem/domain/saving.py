@@ -21,6 +21,7 @@ from graphmem.core import validation
 from graphmem.core.limits import Limits
 from graphmem.core.models import Entity, Relation
 from graphmem.core.timestamps import new_metadata, now_iso, touched
+from graphmem.domain import projects
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.observations import NewObservation, change_observations, new_records, with_records
 
@@ -249,6 +250,7 @@ def _write(
             for text in dict.fromkeys(draft.observations)
         ]
         if existing is None:
+            projects.refuse_taken_elsewhere(graph.store, graph.scope, f"entities[{draft.name}]", [draft.name])
             extra = {**new_metadata(now, graph.author), "threadId": thread_id, "confidence": draft.confidence}
             extra["importance"] = draft.importance
             new_entity = Entity(draft.name, item.entity_type, (), extra, graph.scope.home)

@@ -69,6 +69,8 @@ class Writes(Reads):
             # Seen across every project, a name held by any project exists: a shared name must
             # stay one entity everywhere (graphmem.core.projects).
             existing = self.store.existing_names([entity.name for entity in entities])
+            # In the shared space alone, a name a project holds exists too (as across every project).
+            existing |= set(projects.taken_elsewhere(self.store, self.scope, [entity.name for entity in entities]))
             created: list[Entity] = []
             skipped: list[str] = []
             seen: set[str] = set()

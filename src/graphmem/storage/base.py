@@ -359,6 +359,11 @@ class Store(Protocol):
         the scope; answered from an index (a memory without projects answers as before them)."""
         ...
 
+    def projects_holding(self, names: Sequence[str]) -> dict[str, list[str]]:
+        """For each of `names` some entity has, the projects whose entities have it, whatever the
+        scope (oldest first): what keeps a shared name one entity in every project."""
+        ...
+
     def project_keys(self) -> list[str]:
         """The key of every project that holds an entity or a relation, whatever the scope, in
         order (the shared space, "", first when it holds anything); a few index look-ups a

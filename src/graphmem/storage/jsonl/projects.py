@@ -75,6 +75,16 @@ class _Projects(_Reads):
             return held
         return self._holds_projects_at[1]
 
+    def projects_holding(self, names: Sequence[str]) -> dict[str, list[str]]:
+        held: dict[str, list[str]] = {}
+        for name in dict.fromkeys(names):
+            for position in sorted(self._by_name.get(name, ())):
+                row = self._head[position]
+                # `_by_name` entries are hints (see `_holds`): each is checked against its row.
+                if row is not None and isinstance(row.value, Entity) and row.value.name == name:
+                    held.setdefault(name, []).append(row.value.project)
+        return held
+
     def project_keys(self) -> list[str]:
         keys = {row.value.project for row in self._head if row is not None and isinstance(row.value, Entity)}
         keys.update(row.value.project for row in self._relations if row is not None)

@@ -357,6 +357,14 @@ class _Writes(_Navigation):
         )
         return len(rows)
 
+    def projects_holding(self, names: Sequence[str]) -> dict[str, list[str]]:
+        held: dict[str, list[str]] = {}
+        for name, project in self._rows(
+            "SELECT name, project FROM entities WHERE name = ANY(%s) ORDER BY id", (_texts(names),)
+        ):
+            held.setdefault(unescape(name), []).append(unescape(project))
+        return held
+
     def project_keys(self) -> list[str]:
         # Each table's distinct projects by leaps along its project index (one look-up a project).
         keys: set[str] = set()

@@ -67,9 +67,14 @@ def fts_phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+# The columns a query's words are looked for in: never the project column (migration 17),
+# whose one word per entity a query such as "gp0" would otherwise find in every entity.
+_TEXT_COLUMNS = "{name aliases entity_type observations}"
+
+
 def term_query(term: Term) -> str:
-    """The FTS5 query for one term: the word, or any word it starts."""
-    return fts_phrase(term.word) + ("*" if term.prefix else "")
+    """The FTS5 query for one term: the word, or any word it starts, in the text columns."""
+    return f"{_TEXT_COLUMNS} : {fts_phrase(term.word)}" + ("*" if term.prefix else "")
 
 
 def index_size(conn: sqlite3.Connection, table: str) -> tuple[int, int]:

@@ -164,12 +164,12 @@ def _official_queries(
             # Fewer candidates still: the entities whose names, types or observations hold
             # that word. Common trigrams ("-1" in every tag, "ent" in every "entity-N" name)
             # make the trigram index walk long lists.
-            params["name_word"] = f"{{name entity_type}} : {term_query(word)}"
+            params["name_word"] = f"{{name entity_type}} : ({term_query(word)})"
             entities = (
                 "entities AS e WHERE e.id IN (SELECT rowid FROM entity_words WHERE entity_words MATCH :name_word) AND"
             )
             entities_newest = "e.id"
-            params["word"] = f"observations : {term_query(word)}"
+            params["word"] = f"observations : ({term_query(word)})"
             observations = (
                 f"observations AS o{join_entity} WHERE o.entity_id IN"
                 " (SELECT rowid FROM entity_words WHERE entity_words MATCH :word) AND"

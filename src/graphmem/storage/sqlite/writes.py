@@ -236,6 +236,15 @@ class _Writes(_Reads):
         )
         return cursor.rowcount
 
+    def projects_holding(self, names: Sequence[str]) -> dict[str, list[str]]:
+        names_json = texts_json(names)
+        held: dict[str, list[str]] = {}
+        for name, project in self._conn.execute(
+            f"SELECT name, project FROM entities WHERE name IN ({texts_in(names_json)}) ORDER BY id", (names_json,)
+        ):
+            held.setdefault(name, []).append(project)
+        return held
+
     def project_keys(self) -> list[str]:
         # Each table's distinct projects by leaps along its project index (one look-up a project).
         keys: set[str] = set()

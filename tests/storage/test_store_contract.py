@@ -1405,7 +1405,10 @@ def test_a_word_of_a_query_never_finds_what_the_store_keeps_for_projects(store: 
     # shared space): a query must find only what the texts say.
     with store.write():
         store.insert_entities([Entity(f"note {i}", "note", (f"fact {i}",)) for i in range(5)])
+    with store.read():
+        for query in ("gp0", "gp0 gp0", "gp6 board"):
+            assert store.search_entities(word_search([query], limit=10)).hits == []
+    with store.write():
         store.insert_entities([Entity("GP0 board", "thing", ("a board",))])
     with store.read():
-        for query in ("gp0", "gp", "gp0 board"):
-            assert {hit.name for hit in store.search_entities(word_search([query], limit=10)).hits} == {"GP0 board"}
+        assert [hit.name for hit in store.search_entities(word_search(["gp0"], limit=10)).hits] == ["GP0 board"]

@@ -5,6 +5,7 @@ A real `graphmem serve --http` process with a tokens file, and the MCP SDK's cli
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.helpers_network import NetworkServer, network_server
 from tests.helpers_stdio import entity
@@ -100,6 +102,11 @@ async def test_a_token_limited_to_a_project_reaches_it_and_the_shared_space_only
                 refused = await bot.call_tool("read_graph", {"project": project})
                 assert refused.is_error is True
                 assert "this token may reach 'docs'" in refused.content[0].text
+            # Nor through the resources.
+            whole = json.loads((await bot.read_resource("memory://knowledge-graph")).contents[0].text)
+            assert sorted(entity["name"] for entity in whole["entities"]) == ["Alice", "guide"]
+            with pytest.raises(MCPError, match="not found"):
+                await bot.read_resource("memory://entity/secret plan")
         async with _session(server, DOCS_BOT, "api") as bot_in_api:
             refused = await bot_in_api.call_tool("search_nodes", {"query": "secret"})
             assert refused.is_error is True and "may reach 'docs'" in refused.content[0].text

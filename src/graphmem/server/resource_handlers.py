@@ -8,16 +8,24 @@ stream (the SDK's `ListenHandler` keeps the streams; `Listen` tells the graph wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import ListenHandler, ResourceUpdated, SubscriptionBus
 from mcp.shared.exceptions import MCPError
 
 from graphmem.core.errors import GraphmemError
+from graphmem.domain import projects
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.server.access import identity_of, project_header_of
 from graphmem.server.notices import connection_of, notify, send_logs
 from graphmem.server.state import AppState
 from graphmem.tools import dump_json
 from graphmem.tools.resources import ENTITY_PREFIX, ENTITY_TEMPLATE, GRAPH_URI, entity_document, entity_name
+
+T = TypeVar("T")
 
 _ENTITY_TEMPLATE = types.ResourceTemplate(
     uri_template=ENTITY_TEMPLATE,
@@ -62,7 +70,7 @@ async def read_resource(
     state = ctx.lifespan_context
     uri = str(params.uri)
     try:
-        text = await _read_resource_text(state, uri)
+        text = await _read_resource_text(state, uri, ctx.request)
     finally:
         # A JSONL memory another process rewrote is read again here, and may warn.
         if state.relay.has_pending():
@@ -134,25 +142,45 @@ def _entity_name(uri: str) -> str | None:
         raise MCPError(types.INVALID_PARAMS, str(error)) from None
 
 
-async def _entity_text(state: AppState, name: str) -> str | None:
+async def _entity_text(state: AppState, name: str, request: Any = None) -> str | None:
     try:
-        return await state.run(entity_document, state.tools.graph, name, writes=False)
+        return await state.run(_in_request_scope, state, request, entity_document, name, writes=False)
     except GraphmemError as error:
-        # A name over the length limit, say: no entity can have it.
+        # A name over the length limit, say: no entity can have it; a project out of reach.
         raise MCPError(types.INVALID_PARAMS, str(error)) from None
 
 
-async def _read_resource_text(state: AppState, uri: str) -> str:
+def _in_request_scope(state: AppState, request: Any, read: Callable[..., T], *args: Any) -> T:
+    """`read(graph, *args)` in the project the request may see, as a tool call would run: the
+    server's, or its request's (a header), within its token's reach (graphmem.core.projects)."""
+    graph = state.tools.graph
+    identity = identity_of(request)
+    reach = None if identity is None else identity.projects
+    with graph.working_in(state.scope):
+        scope = projects.scope_of_call(
+            graph, state.scope, argument=None, header=project_header_of(request), reach=reach, writes=False
+        )
+    with graph.working_in(scope, reach):
+        return read(graph, *args)
+
+
+def _whole_graph(graph: KnowledgeGraph) -> str:
+    return dump_json(graph.read_graph().to_wire())
+
+
+async def _read_resource_text(state: AppState, uri: str, request: Any = None) -> str:
     if uri == GRAPH_URI:
-        graph = await state.run(state.tools.graph.read_graph, writes=False)
-        return dump_json(graph.to_wire())
+        try:
+            return await state.run(_in_request_scope, state, request, _whole_graph, writes=False)
+        except GraphmemError as error:
+            raise MCPError(types.INVALID_PARAMS, str(error)) from None
     name = _entity_name(uri)
     if name is None:
         raise MCPError(
             types.INVALID_PARAMS,
             f"Resource {uri} not found; call resources/list and resources/templates/list to see the resources.",
         )
-    text = await _entity_text(state, name)
+    text = await _entity_text(state, name, request)
     if text is None:
         raise MCPError(
             types.INVALID_PARAMS,

@@ -119,3 +119,21 @@ def test_an_import_keeps_same_named_entities_of_two_projects_apart(tmp_path: Pat
                 assert [relation.key for relation in graph.read_graph().relations] == [("Alice", "README", "wrote")]
     finally:
         store.close()
+
+
+def test_migrate_keeps_same_named_entities_and_relations_of_two_projects(tmp_path: Path):
+    source = tmp_path / "two.jsonl"
+    source.write_text(
+        '{"type":"entity","name":"README","entityType":"file","observations":["explains the api"],"project":"api"}\n'
+        '{"type":"entity","name":"README","entityType":"file","observations":["explains the tool"],"project":"tool"}\n'
+        '{"type":"relation","from":"Alice","to":"README","relationType":"wrote","project":"api"}\n'
+        '{"type":"relation","from":"Alice","to":"README","relationType":"wrote","project":"tool"}\n',
+        encoding="utf-8",
+    )
+    target = tmp_path / "memory.db"
+    moved = run("migrate", "--from", source, "--to", target)
+    assert moved.exit_code == 0, moved.output
+    assert [line.split()[:3] for line in run("projects", "-f", target).output.splitlines()[1:]] == [
+        ["api", "1", "1"],
+        ["tool", "1", "1"],
+    ]

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from graphmem.core.errors import GraphmemError
 from graphmem.core.models import Entity
+from graphmem.core.projects import Scope
 from graphmem.domain.observations import history_of
 from graphmem.storage.base import Store
 from graphmem.transfer.streams import Progress
@@ -78,39 +79,43 @@ def migrate(source: Store, target: Store, *, progress: Progress | None = None) -
     with target.read():
         _check_empty(target)
     entities = observations = earlier = relations = merged = 0
-    names: set[str] = set()
+    # A name is an entity's within its project, a key a relation's (graphmem.core.projects).
+    names: set[tuple[str, str]] = set()
     later: list[Entity] = []
-    keys: set[tuple[str, str, str]] = set()
+    keys: set[tuple[str, tuple[str, str, str]]] = set()
     with source.read(), target.write(), target.bulk_insert():
         # Again, now that the target is locked for writing: another server may have written
         # to it since it was looked at.
         _check_empty(target)
         for chunk in _chunks(source.iter_entities()):
-            fresh: dict[str, Entity] = {}
+            fresh: dict[tuple[str, str], Entity] = {}
             for entity in chunk:
-                if entity.name in names or entity.name in fresh:
-                    # Only a JSONL file holds two entities of one name: the official server
-                    # reads them as one, the first with the later ones' new observations.
+                place = (entity.project, entity.name)
+                if place in names or place in fresh:
+                    # Only a JSONL file holds two entities of one name in one project: the
+                    # official server reads them as one, the first with the later ones' new facts.
                     merged += 1
                     later.append(entity)
                     continue
-                fresh[entity.name] = entity
+                fresh[place] = entity
             target.insert_entities(list(fresh.values()))
             names.update(fresh)
             entities += len(fresh)
             observations += sum(len(entity.observations) for entity in fresh.values())
             earlier += sum(len(history_of(entity)) for entity in fresh.values())
             for entity in later:
-                have = set(target.observations_of(entity.name) or ())
-                new = [text for text in dict.fromkeys(entity.observations) if text not in have]
-                target.append_observations(entity.name, new)
+                # In its own project, where the name is one entity.
+                with target.write(Scope(entity.project)):
+                    have = set(target.observations_of(entity.name) or ())
+                    new = [text for text in dict.fromkeys(entity.observations) if text not in have]
+                    target.append_observations(entity.name, new)
                 observations += len(new)
             later.clear()
             if progress is not None:
                 progress(len(chunk))
         for links in _chunks(source.iter_relations()):
-            unique = [relation for relation in dict.fromkeys(links) if relation.key not in keys]
-            keys.update(relation.key for relation in unique)
+            unique = [relation for relation in dict.fromkeys(links) if (relation.project, relation.key) not in keys]
+            keys.update((relation.project, relation.key) for relation in unique)
             target.insert_relations(unique)
             relations += len(unique)
             if progress is not None:

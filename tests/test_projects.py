@@ -104,10 +104,36 @@ def test_a_shared_entity_another_project_relates_to_does_not_leave_for_a_project
     assert "Alice" in _names(graph, TOOL)
 
 
-def test_merging_a_shared_entity_into_a_project_s_is_refused(graph: KnowledgeGraph):
+def test_merges_that_would_lose_another_project_s_relations_are_refused(graph: KnowledgeGraph):
     _fill(graph)
-    with graph.working_in(API), pytest.raises(ProjectConflictError, match="move it into the project first"):
+    # From one project, a shared entity cannot follow every project's relations.
+    with graph.working_in(API), pytest.raises(ProjectConflictError, match="this call sees one project"):
         merge_entities(graph, "Alice", "server")
+    # Across every project: into a project's entity it would vanish from the others.
+    with pytest.raises(ProjectConflictError, match="move it into the project first"):
+        merge_entities(graph, "Alice", "server")
+    with graph.working_in(TOOL):
+        graph.create_entities([Entity("cli", "program")])
+    with pytest.raises(ProjectConflictError, match="its relations would name nothing"):
+        merge_entities(graph, "server", "cli")
+    assert "Alice" in _names(graph, TOOL) and "server" in _names(graph, API)
+
+
+def test_a_relation_two_projects_hold_is_refused_by_a_write_that_sees_both(graph: KnowledgeGraph):
+    _fill(graph)
+    with pytest.raises(AmbiguousNameError, match="Alice -wrote-> README"):
+        graph.delete_relations([Relation("Alice", "README", "wrote")])
+    with graph.working_in(TOOL):
+        assert graph.delete_relations([Relation("Alice", "README", "wrote")]).deleted == 1
+    with graph.working_in(API):
+        assert ("Alice", "README", "wrote") in {relation.key for relation in graph.read_graph().relations}
+
+
+def test_a_shared_name_stays_one_entity_when_made_in_the_shared_space(graph: KnowledgeGraph):
+    _fill(graph)
+    with graph.working_in(Scope("")):
+        assert graph.create_entities([Entity("server", "service")]).skipped == ("server",)
+    assert [entity.project for entity in graph.open_nodes(["server"]).entities] == [API.home]
 
 
 def test_projects_are_listed_with_their_counts_and_deleted_whole(graph: KnowledgeGraph):

@@ -207,6 +207,7 @@ def upsert_entities(graph: KnowledgeGraph, entities: Sequence[Entity]) -> list[U
     now = now_iso()
     with graph.writing():
         resolved = graph.resolve_names([entity.name for entity in entities])
+        projects.refuse_ambiguous(graph.store, graph.scope, "entities", list(resolved.values()))
         for entity in entities:
             name = resolved.get(entity.name)
             contents = list(dict.fromkeys(entity.observations))
@@ -246,6 +247,19 @@ def merge_entities(graph: KnowledgeGraph, source: str, target: str) -> Merged:
         found = graph.store.get_entities([source_name, target_name])
         projects.refuse_ambiguous_among(found, graph.scope, "source")
         from_entity, into = (next(e for e in found if e.name == name) for name in (source_name, target_name))
+        if from_entity.project == SHARED and not graph.scope.every:
+            raise ProjectConflictError(
+                "source",
+                f"{source_name!r} is shared: every project's relations that name it must follow it, and this call "
+                'sees one project. Nothing was changed: merge it with "project": "*".',
+            )
+        if SHARED not in (from_entity.project, into.project) and from_entity.project != into.project:
+            raise ProjectConflictError(
+                "source",
+                f"{source_name!r} is in project {project_name(from_entity.project)!r} and {target_name!r} in "
+                f"{project_name(into.project)!r}: its relations would name nothing. Nothing was changed: move one "
+                "to the other's project first (move_entities).",
+            )
         if from_entity.project == SHARED and into.project != SHARED:
             raise ProjectConflictError(
                 "source",
@@ -298,6 +312,7 @@ def update_relations(graph: KnowledgeGraph, updates: Sequence[RelationUpdate]) -
             key = (from_, to, update.relation_type)
             if not graph.store.existing_relations([key]):
                 raise RelationNotFoundError(*key)
+            projects.refuse_ambiguous_relations(graph.store, graph.scope, f"relations[{index}]", [key])
             old = next(relation for relation in graph.store.relations_touching([from_]) if relation.key == key)
             new_key = (new_from, new_to, update.new_relation_type or update.relation_type)
             if new_key != key and graph.store.existing_relations([new_key]):

@@ -37,6 +37,7 @@ __all__ = [
     "move_entities",
     "refuse_ambiguous",
     "refuse_ambiguous_among",
+    "refuse_ambiguous_relations",
     "refuse_taken_elsewhere",
     "taken_elsewhere",
     "relation_home",
@@ -185,6 +186,20 @@ def refuse_ambiguous(store: Store, scope: Scope, field: str, names: Sequence[str
     if not scope.every or not names:
         return
     refuse_ambiguous_among(store.get_entities(list(dict.fromkeys(names))), scope, field)
+
+
+def refuse_ambiguous_relations(store: Store, scope: Scope, field: str, keys: Sequence[tuple[str, str, str]]) -> None:
+    """Raise `AmbiguousNameError` when, seen across every project, a relation key is held by two."""
+    if not scope.every or not keys:
+        return
+    wanted = set(keys)
+    held: dict[tuple[str, str, str], set[str]] = {}
+    for relation in store.relations_touching(sorted({key[0] for key in wanted})):
+        if relation.key in wanted:
+            held.setdefault(relation.key, set()).add(relation.project)
+    for key, places in held.items():
+        if len(places) > 1:
+            raise AmbiguousNameError(field, f"{key[0]} -{key[2]}-> {key[1]}", sorted(places))
 
 
 def taken_elsewhere(store: Store, scope: Scope, names: Sequence[str]) -> dict[str, list[str]]:

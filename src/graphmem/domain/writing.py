@@ -246,6 +246,7 @@ class Writes(Reads):
         self._check_relations("relations", relations)
         keys = _unique_keys(relations)
         with self.writing():
+            projects.refuse_ambiguous_relations(self.store, self.scope, "relations", keys)
             deleted = self.store.delete_relations(keys)
         return DeleteOutcome(len(keys), deleted)
 
@@ -289,6 +290,8 @@ class Writes(Reads):
             else:
                 by_name[entity.name] = entity
         existing = self.store.existing_names(list(by_name))
+        # Across every project, a name two projects hold is one the file cannot say which of.
+        projects.refuse_ambiguous(self.store, self.scope, "entities", sorted(existing))
         # Archived facts are kept but not shown, from the moment they arrive.
         fresh = [
             without_archived(

@@ -137,3 +137,11 @@ def test_migrate_keeps_same_named_entities_and_relations_of_two_projects(tmp_pat
         ["api", "1", "1"],
         ["tool", "1", "1"],
     ]
+
+
+def test_an_import_run_in_a_project_puts_lines_without_one_there(tmp_path: Path):
+    source = tmp_path / "plain.jsonl"
+    source.write_text('{"type":"entity","name":"README","entityType":"file","observations":["x"]}\n', encoding="utf-8")
+    memory = tmp_path / "memory.db"
+    assert run("--project", "api", "import", source, "-f", memory, "--no-semantic").exit_code == 0
+    assert [line.split()[:2] for line in run("projects", "-f", memory).output.splitlines()[1:]] == [["api", "1"]]

@@ -6,6 +6,7 @@ A real `graphmem serve --http` process with a tokens file, and the MCP SDK's cli
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -34,7 +35,7 @@ async def _session(
     headers = {"authorization": f"Bearer {token}"}
     url = server.url
     if project is not None and in_path:
-        url = f"{server.url}/projects/{project}"
+        url = f"{server.url}/projects/{urllib.parse.quote(project)}"
     elif project is not None:
         headers["x-graphmem-project"] = project
     async with (
@@ -72,7 +73,8 @@ async def test_two_clients_on_two_projects_of_one_server_see_their_own(memory: P
     async with (
         network_server(memory, "--http", "--no-semantic", env=tokens) as server,  # type: ignore[arg-type]
         _session(server, ALICE, "api") as api,
-        _session(server, ALICE, "web", in_path=True) as web,
+        # A key with slashes and a letter beyond ASCII, in the URL.
+        _session(server, ALICE, "github.com/acme/café", in_path=True) as web,
     ):
         await api.call_tool("create_entities", {"entities": [entity("README", "explains the api")]})
         await web.call_tool("create_entities", {"entities": [entity("README", "explains the web app")]})
@@ -82,7 +84,7 @@ async def test_two_clients_on_two_projects_of_one_server_see_their_own(memory: P
         assert api_graph.structured_content["entities"][0]["observations"] == ["explains the api"]
         assert _names(await web.call_tool("search_nodes", {"query": "explains"})) == ["README"]
         across = await web.call_tool("open_nodes", {"names": ["README"], "project": "*"})
-        assert across.structured_content["projects"] == ["api", "web"]
+        assert across.structured_content["projects"] == ["api", "café"]
 
 
 async def test_a_token_limited_to_a_project_reaches_it_and_the_shared_space_only(

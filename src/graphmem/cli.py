@@ -29,6 +29,7 @@ from graphmem.config import (
     malloc_arenas_chosen_by_user,
 )
 from graphmem.core.errors import GraphmemError, ImportFormatError, InvalidInputError, SchemaVersionError
+from graphmem.core.projects import EVERY, Scope
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.meaning import EMBED_BATCH
 from graphmem.embedding import load_embedder
@@ -784,8 +785,10 @@ def import_(
         raise _reading_error(source, error) from error
     # Opened after the file, so a mistyped FILE leaves no new, empty memory behind.
     graph = _open_graph(settings)
+    # Lines without a project go to the one graphmem runs in (--project), else to the shared space.
+    scope = EVERY if settings.project is None else Scope(settings.project.id)
     try:
-        with closing, _progress_bar(progress, size, LARGE_FILE_BYTES, "Importing") as advance:
+        with closing, graph.working_in(scope), _progress_bar(progress, size, LARGE_FILE_BYTES, "Importing") as advance:
             report = import_stream(
                 graph,
                 stream,

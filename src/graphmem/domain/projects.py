@@ -61,8 +61,9 @@ def scope_of_call(
 
     A project named by the request or the token may be new (its first write makes it); one
     named by the argument of a read must exist (a typo finds nothing rather than an empty
-    project). A token limited to some projects (`reach`) gets only those, each with the
-    shared space: "*", another project, or the shared space alone for a write are refused.
+    project). A token limited to some projects (`reach`: keys, exactly as its tokens file lists
+    them) gets only those, each with the shared space: "*", another project, or the shared space
+    alone for a write are refused.
 
     Raises:
         InvalidInputError: an unknown project, or one the token may not reach.
@@ -72,12 +73,13 @@ def scope_of_call(
     elif header is not None:
         scope = _named_or_new(graph, header)
     elif reach:
-        scope = _named_or_new(graph, reach[0])
+        scope = Scope(reach[0])
     else:
         scope = default
     if reach is None:
         return scope
-    allowed = {_named_or_new(graph, project).project for project in reach}
+    # Exactly the keys the tokens file lists: a short name could be another person's project.
+    allowed = set(reach)
     if scope.project in allowed or (scope.project == SHARED and not writes):
         return scope
     shown = "every project" if scope.every else repr(project_name(scope.project or SHARED))
@@ -156,7 +158,7 @@ def move(graph: KnowledgeGraph, names: Sequence[str], target: str) -> MovedEntit
     """Move the named entities the graph's scope sees to project `target` ("" for the shared
     space): one write transaction, of every project (`move_entities` says why)."""
     graph.check_names("names", names)
-    if graph.reach is not None and target not in {_named_or_new(graph, project).project for project in graph.reach}:
+    if graph.reach is not None and target not in graph.reach:
         raise InvalidInputError(
             "to",
             f"this token may reach {', '.join(map(repr, graph.reach))}, not {project_name(target)!r}; "

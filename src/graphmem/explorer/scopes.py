@@ -192,10 +192,7 @@ def choices(held: list[ProjectCounts], current: Scope, identity: Identity | None
 
 
 def _keys_of(reach: tuple[str, ...], keys: list[str]) -> set[str]:
-    """The keys a token's projects (each a key or a short name, as its tokens file says) stand for."""
-    found: set[str] = set()
-    for given in reach:
-        named = [key for key in keys if key == given] or [key for key in keys if project_name(key) == given]
-        # A short name two projects share reaches neither: scope_of_call refuses it likewise.
-        found.update(named if len(named) == 1 else [given])
-    return found
+    """The keys a token's projects stand for: exactly the keys its tokens file lists (a short
+    name is no key: it could stand for another person's project that happens to share it)."""
+    del keys
+    return set(reach)

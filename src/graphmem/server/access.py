@@ -17,10 +17,13 @@ from typing import Any
 
 from graphmem.core.identity import Identity
 
-__all__ = ["IDENTITY_KEY", "PROJECT_HEADER", "identity_of", "project_header_of", "read_only_refusal"]
+__all__ = ["IDENTITY_KEY", "PROJECT_HEADER", "PROJECT_KEY", "identity_of", "project_header_of", "read_only_refusal"]
 
 PROJECT_HEADER = "x-graphmem-project"
 """The HTTP header a client names the project of its requests with (one server, many projects)."""
+
+PROJECT_KEY = "graphmem.project"
+"""The ASGI scope key under which the HTTP front leaves the project a request's URL names."""
 
 IDENTITY_KEY = "graphmem.identity"
 """The ASGI scope key under which the HTTP guard leaves the caller's identity."""
@@ -53,8 +56,11 @@ def read_only_refusal(identity: Identity | None, tool: str, read_only: bool) -> 
 
 
 def project_header_of(request: Any) -> str | None:
-    """The project an HTTP request names in its `X-Graphmem-Project` header; None without one
-    (and over stdio and TCP, whose server has one project, or the token's)."""
+    """The project an HTTP request names in its URL (`/mcp/projects/NAME`) or its
+    `X-Graphmem-Project` header; None without one (and over stdio and TCP, whose server has one
+    project, or the token's)."""
+    if isinstance(request, Mapping) and isinstance(request.get(PROJECT_KEY), str):
+        return str(request.get(PROJECT_KEY)).strip() or None
     headers = getattr(request, "headers", None)
     if headers is None:
         return None

@@ -44,7 +44,7 @@ from graphmem._version import __version__
 from graphmem.config import NetworkSettings
 from graphmem.explorer import Explorer
 from graphmem.server import AppState, end_listen_streams
-from graphmem.server.access import PROJECT_HEADER
+from graphmem.server.access import PROJECT_KEY
 from graphmem.transports.channel import DRAIN_SECONDS
 from graphmem.transports.deadline import with_request_deadline
 from graphmem.transports.guard import OPEN_PATHS, RequestGuard, allowed_host_names
@@ -126,7 +126,8 @@ def build_http_app(server: Server[AppState], network: NetworkSettings) -> tuple[
     starlette = Starlette(
         routes=[
             Route(MCP_PATH, endpoint=endpoint),
-            Route(MCP_PATH + "/projects/{project}", endpoint=_ProjectInPath(endpoint)),
+            # A key such as github.com/acme/api holds slashes: the rest of the path is the project.
+            Route(MCP_PATH + "/projects/{project:path}", endpoint=_ProjectInPath(endpoint)),
             Route("/health", endpoint=health, methods=["GET"]),
             *explorer.routes(),
         ],
@@ -156,10 +157,8 @@ class _ProjectInPath:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        project = scope.get("path_params", {}).get("project", "")
-        headers = [(key, value) for key, value in scope.get("headers", []) if key != PROJECT_HEADER.encode()]
-        headers.append((PROJECT_HEADER.encode(), project.encode("utf-8")))
-        await self.app({**scope, "headers": headers}, receive, send)
+        # Decoded text, beside the headers (which are bytes, where a name such as café would not survive).
+        await self.app({**scope, PROJECT_KEY: scope.get("path_params", {}).get("project", "")}, receive, send)
 
 
 class _GracefulServer(uvicorn.Server):

@@ -307,6 +307,15 @@ def move_entities(store: Store, scope: Scope, names: Sequence[str], target: str)
                         f"joining two projects. Nothing was changed: move {other!r} with it, or make it shared.",
                     )
                 follow.setdefault(entity.project, []).append(relation.key)
+    held_there = {relation.key for relation in relations if relation.project == target}
+    repeated = sorted({key for keys in follow.values() for key in keys} & held_there)
+    if repeated:
+        from_, to, relation_type = repeated[0]
+        raise ProjectConflictError(
+            "names",
+            f"{project_name(target)!r} holds the relation {from_} -{relation_type}-> {to} already, and the one "
+            "that would follow the move would be a second. Nothing was changed: delete one of them first.",
+        )
     by_source: dict[str, list[str]] = {}
     for entity in moving:
         by_source.setdefault(entity.project, []).append(entity.name)

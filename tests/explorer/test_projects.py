@@ -215,7 +215,9 @@ async def test_a_token_limited_to_a_project_works_in_it_and_is_refused_the_other
     assert ("README", "tool") not in cards(overview, "hubs")
     for response in refused:
         assert response.status_code == 403, response.text
-        assert response.json()["error"].startswith("This token may reach 'github.com/acme/api' (and the shared space), not ")
+        assert response.json()["error"].startswith(
+            "This token may reach 'github.com/acme/api' (and the shared space), not "
+        )
     assert shared_read["facts"][0]["text"] == "reviews code"
     assert shared_write.status_code == 403 and "not 'shared'" in shared_write.json()["error"]
     assert [fact["text"] for fact in own_write["entity"]["facts"]] == ["explains the api", "has a logo"]

@@ -184,15 +184,16 @@ def delete_project(graph: KnowledgeGraph, project: str) -> tuple[int, int]:
 
 def refuse_ambiguous(store: Store, scope: Scope, field: str, names: Sequence[str]) -> None:
     """Raise `AmbiguousNameError` when, seen across every project, one of `names` is an entity
-    in more than one (inside the caller's transaction). A project's scope sees each name once."""
-    if not scope.every or not names:
+    in more than one (inside the caller's transaction). A project's scope sees each name once,
+    and a memory without projects has nothing to tell apart: neither reads anything more."""
+    if not scope.every or not names or not store.holds_projects():
         return
     refuse_ambiguous_among(store.get_entities(list(dict.fromkeys(names))), scope, field)
 
 
 def refuse_ambiguous_relations(store: Store, scope: Scope, field: str, keys: Sequence[tuple[str, str, str]]) -> None:
     """Raise `AmbiguousNameError` when, seen across every project, a relation key is held by two."""
-    if not scope.every or not keys:
+    if not scope.every or not keys or not store.holds_projects():
         return
     wanted = set(keys)
     held: dict[tuple[str, str, str], set[str]] = {}

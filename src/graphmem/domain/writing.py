@@ -140,6 +140,8 @@ class Writes(Reads):
             return relations
         if not self.scope.every:
             return [replace(relation, project=self.scope.home) for relation in relations]
+        if not self.store.holds_projects():
+            return relations  # no projects: every relation is the shared space's, as made
         names = distinct(name for relation in relations for name in (relation.from_, relation.to))
         found = self.store.get_entities(names)
         projects.refuse_ambiguous_among(found, self.scope, "relations")

@@ -338,24 +338,22 @@ class _Reads:
         return 0 if row is None else int(row[0])
 
     def entity_type_counts(self) -> list[tuple[str, int]]:
-        counted = (
-            "entity_type_counts"
-            if self._scope.every
-            else "(SELECT entity_type, count(*) AS count FROM entities"
-            f" WHERE {visible(self._scope, 'project')} GROUP BY entity_type)"
-        )
-        rows = self._conn.execute(f"SELECT entity_type, count FROM {counted} ORDER BY count DESC, entity_type")
-        return [(entity_type, count) for entity_type, count in rows]
+        return self._type_counts("entities", "entity_type")
 
     def relation_type_counts(self) -> list[tuple[str, int]]:
+        return self._type_counts("relations", "relation_type")
+
+    def _type_counts(self, table: str, column: str) -> list[tuple[str, int]]:
+        """Each type of `table`'s rows with how many have it, most first: from the counts the
+        triggers keep (`<column>_counts`) across every project, counted in a project's scope."""
         counted = (
-            "relation_type_counts"
+            f"{column}_counts"
             if self._scope.every
-            else "(SELECT relation_type, count(*) AS count FROM relations"
-            f" WHERE {visible(self._scope, 'project')} GROUP BY relation_type)"
+            else f"(SELECT {column}, count(*) AS count FROM {table}"
+            f" WHERE {visible(self._scope, 'project')} GROUP BY {column})"
         )
-        rows = self._conn.execute(f"SELECT relation_type, count FROM {counted} ORDER BY count DESC, relation_type")
-        return [(relation_type, count) for relation_type, count in rows]
+        rows = self._conn.execute(f"SELECT {column}, count FROM {counted} ORDER BY count DESC, {column}")
+        return [(kind, count) for kind, count in rows]
 
     def find_relations(
         self, from_: str | None, to: str | None, relation_type: str | None, offset: int, limit: int | None

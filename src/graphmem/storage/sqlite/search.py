@@ -504,11 +504,6 @@ class _Search(_Reads):
 
         return ids
 
-    def _entity_count_of_memory(self) -> int:
-        """Every project's entities, from the counts the triggers keep."""
-        (count,) = self._conn.execute("SELECT count FROM row_counts WHERE name = 'entities'").fetchone()
-        return int(count)
-
     def _scores(self, search: WordSearch, query: str, ids: set[int]) -> dict[int, float]:
         # "+rowid" keeps SQLite from running the FTS query once per id: one pass over
         # the query's matches, and bm25() only for the rows asked about.

@@ -211,6 +211,9 @@ class Settings:
     roots_may_choose: bool = False
     """`--project auto` without a workspace the client named: the root the client offers over
     MCP (`roots/list`), when it does, names the folder instead of the working directory."""
+    home: Path | None = None
+    """The user's home directory, which `--project auto` never takes for a project (a client's
+    root there included); None when projects are off or it is unknown."""
 
     @property
     def backend(self) -> str:
@@ -336,6 +339,7 @@ class Settings:
         named_workspace = bool(workspace and "${" not in workspace and Path(workspace).expanduser().is_dir())
         chosen: ProjectChoice | NoProject | None = None
         if project_setting.strip():
+            home = home or _home()
             # Only when asked for: with projects off, start-up looks at no folder at all.
             chosen = resolve_project(
                 project_setting,
@@ -343,7 +347,7 @@ class Settings:
                 workspace=workspace,
                 workspace_source=workspace_source,
                 cwd=cwd or Path.cwd(),
-                home=home or _home(),
+                home=home,
             )
         return cls(
             memory_path=path,
@@ -358,6 +362,7 @@ class Settings:
             project=chosen if isinstance(chosen, ProjectChoice) else None,
             why_no_project=chosen.reason if isinstance(chosen, NoProject) else None,
             roots_may_choose=chosen is not None and project_setting.strip().lower() == AUTO and not named_workspace,
+            home=home,
         )
 
 

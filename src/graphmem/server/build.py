@@ -106,6 +106,7 @@ def build_server(
                 scope=EVERY if settings.project is None else Scope(settings.project.id),
                 # One client (stdio): its roots may name its folder; a shared server has many.
                 roots_pending=one_client and settings.roots_may_choose,
+                home=settings.home,
                 call_time_limit=settings.call_time_limit,
                 bus=bus,
                 notices_on_request_streams=not json_answers,

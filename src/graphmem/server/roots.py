@@ -60,7 +60,7 @@ async def project_from_roots(state: AppState, ctx: Any) -> None:
             workspace=str(folder),
             workspace_source="the client's roots",
             cwd=folder,
-            home=Path.home(),
+            home=state.home,
         )
         if isinstance(chosen, ProjectChoice):
             state.scope = Scope(chosen.id)

@@ -6,6 +6,7 @@ import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from mcp.server.connection import Connection
@@ -47,6 +48,8 @@ class AppState:
     answer is one JSON body that carries none (HTTP with JSON answers): on its session's stream."""
     scope: Scope = EVERY
     """The projects the calls see unless a call names its own (`--project`; graphmem.core.projects)."""
+    home: Path | None = None
+    """The user's home directory, never a project of its own (settings.home), for the client's roots."""
     roots_pending: bool = False
     """`--project auto` found the project from the working directory, and the one client's roots
     (`roots/list`), if it offers them, are still to be asked for before its first call."""

@@ -38,7 +38,7 @@ OTHER_PROJECTS = 20
 def _records(entities: int, mine: int, alone: bool) -> Iterator[Entity | Relation]:
     """The generator's entities and relations, each in its project (or only `mine`'s, `alone`)."""
     project_of: dict[str, str] = {}
-    for number, line in enumerate(lines(entities)):
+    for line in lines(entities):
         record = json.loads(line)
         if record["type"] == "entity":
             index = len(project_of)
@@ -52,7 +52,6 @@ def _records(entities: int, mine: int, alone: bool) -> Iterator[Entity | Relatio
             if alone and project != MINE.home:
                 continue
             yield Relation(record["from"], record["to"], record["relationType"], project=project)
-        del number
 
 
 def build(path: Path, entities: int, mine: int, alone: bool) -> None:

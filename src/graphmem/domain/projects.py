@@ -95,7 +95,7 @@ def _named_or_new(graph: KnowledgeGraph, given: str) -> Scope:
     try:
         return scope_named(graph, wanted)
     except InvalidInputError as unknown:
-        if "is the name of" in unknown.problem or not wanted or len(wanted) > MAX_PROJECT_KEY:
+        if isinstance(unknown, _NameOfSeveral) or not wanted or len(wanted) > MAX_PROJECT_KEY:
             raise
         return Scope(wanted)
 
@@ -119,9 +119,13 @@ def target_named(graph: KnowledgeGraph, given: str | None) -> str:
     try:
         return scope_named(graph, wanted).project or SHARED
     except InvalidInputError as unknown:
-        if "is the name of" in unknown.problem:
+        if isinstance(unknown, _NameOfSeveral):
             raise
         return wanted
+
+
+class _NameOfSeveral(InvalidInputError):
+    """A short name several projects share: no new project may take it either."""
 
 
 def scope_named(graph: KnowledgeGraph, given: str) -> Scope:
@@ -144,7 +148,7 @@ def scope_named(graph: KnowledgeGraph, given: str) -> Scope:
     if len(named) == 1:
         return Scope(named[0])
     if named:
-        raise InvalidInputError(
+        raise _NameOfSeveral(
             "project", f"{wanted!r} is the name of {len(named)} projects ({', '.join(named)}); give the whole one."
         )
     listed = ", ".join(sorted({project_name(project) for project in known})) or "none yet"

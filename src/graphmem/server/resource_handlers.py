@@ -17,11 +17,11 @@ from mcp.server.subscriptions import ListenHandler, ResourceUpdated, Subscriptio
 from mcp.shared.exceptions import MCPError
 
 from graphmem.core.errors import GraphmemError
-from graphmem.domain import projects
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.server.access import identity_of, project_header_of
 from graphmem.server.notices import connection_of, notify, send_logs
 from graphmem.server.state import AppState
+from graphmem.server.tool_calls import Asked, scope_asked
 from graphmem.tools import dump_json
 from graphmem.tools.resources import ENTITY_PREFIX, ENTITY_TEMPLATE, GRAPH_URI, entity_document, entity_name
 
@@ -154,13 +154,9 @@ def _in_request_scope(state: AppState, request: Any, read: Callable[..., T], *ar
     """`read(graph, *args)` in the project the request may see, as a tool call would run: the
     server's, or its request's (a header), within its token's reach (graphmem.core.projects)."""
     graph = state.tools.graph
-    identity = identity_of(request)
-    reach = None if identity is None else identity.projects
-    with graph.working_in(state.scope):
-        scope = projects.scope_of_call(
-            graph, state.scope, argument=None, header=project_header_of(request), reach=reach, writes=False
-        )
-    with graph.working_in(scope, reach):
+    asked = Asked(identity_of(request), header=project_header_of(request))
+    scope = scope_asked(state, asked, writes=False)
+    with graph.working_in(scope, None if asked.identity is None else asked.identity.projects):
         return read(graph, *args)
 
 

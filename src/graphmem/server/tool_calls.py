@@ -22,12 +22,21 @@ from graphmem.core.errors import (
     TimeLimitError,
 )
 from graphmem.core.identity import Identity
+from graphmem.core.projects import Scope
 from graphmem.domain import projects
 from graphmem.server.access import read_only_refusal
 from graphmem.server.state import AppState
 from graphmem.tools import ToolOutput, ToolSpec
 
-__all__ = ["Asked", "Refusal", "RefusalKind", "format_validation_error", "refusal_kind", "run_tool_call"]
+__all__ = [
+    "Asked",
+    "Refusal",
+    "RefusalKind",
+    "format_validation_error",
+    "refusal_kind",
+    "run_tool_call",
+    "scope_asked",
+]
 
 # The name MCP clients see on logging notifications; it stayed when the module moved into a package.
 logger = logging.getLogger("graphmem.server")
@@ -84,21 +93,28 @@ def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: As
     graph = state.tools.graph
     identity = asked.identity
     author = identity.name if identity is not None else None
-    with graph.working_in(state.scope):
-        scope = projects.scope_of_call(
-            graph,
-            state.scope,
-            argument=asked.argument,
-            header=asked.header,
-            reach=None if identity is None else identity.projects,
-            writes=spec.annotations.read_only_hint is not True,
-        )
+    scope = scope_asked(state, asked, writes=spec.annotations.read_only_hint is not True)
     with (
         graph.time_limit(state.call_time_limit if spec.time_limited else 0),
         graph.authored_by(author),
         graph.working_in(scope, None if identity is None else identity.projects),
     ):
         return state.answers.run(spec, state.tools, arguments)
+
+
+def scope_asked(state: AppState, asked: Asked, *, writes: bool) -> Scope:
+    """The project a request runs in (`projects.scope_of_call`), where the store's calls run:
+    the server's, or the one it names, within its token's reach."""
+    graph = state.tools.graph
+    with graph.working_in(state.scope):
+        return projects.scope_of_call(
+            graph,
+            state.scope,
+            argument=asked.argument,
+            header=asked.header,
+            reach=None if asked.identity is None else asked.identity.projects,
+            writes=writes,
+        )
 
 
 def _project_argument(tool: str, arguments: Any) -> tuple[Any, str | None, Refusal | None]:

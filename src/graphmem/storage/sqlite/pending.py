@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from graphmem.storage.sqlite.scoping import PROJECT_TOKEN_SQL
+from graphmem.storage.sqlite.scoping import ENTITY_MARK_SQL, OBSERVATION_MARK_SQL, PROJECT_TOKEN_SQL
 from graphmem.storage.sqlite.text import TRIGRAM_FORM, escaped_json, exact
 
 __all__ = [
@@ -48,19 +48,20 @@ WORDS_LIMIT = 2_000
 STEP_ROWS = 400
 
 # Each trigram index: its pending table, and the statement that indexes the pending rows
-# listed in the JSON array parameter.
+# listed in the JSON array parameter (a project's texts after its mark, migration 18).
 _TEXT_INDEXES = {
     "entity_text": (
         "entity_text_pending",
         "INSERT INTO entity_text (rowid, name_lc, type_lc)"
-        f" SELECT id, {TRIGRAM_FORM.format('name_lc')}, {TRIGRAM_FORM.format('type_lc')}"
+        f" SELECT id, {ENTITY_MARK_SQL.format(entity='entities')} || {TRIGRAM_FORM.format('name_lc')},"
+        f" {TRIGRAM_FORM.format('type_lc')}"
         " FROM entities WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
     ),
     "observation_text": (
         "observation_text_pending",
         "INSERT INTO observation_text (rowid, content_lc)"
-        f" SELECT id, {TRIGRAM_FORM.format('content_lc')} FROM observations"
-        " WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+        f" SELECT id, {OBSERVATION_MARK_SQL.format(observation='observations')} || {TRIGRAM_FORM.format('content_lc')}"
+        " FROM observations WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
     ),
 }
 

@@ -116,7 +116,7 @@ class TermCounts:
     """
 
     def __init__(self) -> None:
-        self._counts: dict[tuple[Term, int], int] = {}
+        self._counts: dict[tuple[Term, int, str], int] = {}
         self._version: tuple[int, int] | None = None
 
     def valid_for(self, version: tuple[int, int]) -> None:
@@ -130,22 +130,23 @@ class TermCounts:
         self._counts.clear()
         self._version = None
 
-    def count(self, conn: sqlite3.Connection, term: Term, at_most: int) -> int:
-        """The number of rows matching `term`, counting no further than `at_most`."""
-        known = self._counts.get((term, at_most))
+    def count(self, conn: sqlite3.Connection, term: Term, at_most: int, within: str = "") -> int:
+        """The number of rows matching `term` (and `within`), counting no further than `at_most`."""
+        known = self._counts.get((term, at_most, within))
         if known is not None:
             return known
-        found = count_term(conn, term, at_most)
+        found = count_term(conn, term, at_most, within)
         if self._version is not None:
-            self._counts[term, at_most] = found
+            self._counts[term, at_most, within] = found
         return found
 
 
-def count_term(conn: sqlite3.Connection, term: Term, at_most: int) -> int:
-    """The number of word-index rows matching `term`, counting no further than `at_most`."""
+def count_term(conn: sqlite3.Connection, term: Term, at_most: int, within: str = "") -> int:
+    """The number of word-index rows matching `term`, counting no further than `at_most`;
+    `within`, what the query adds to keep to a scope's projects (`scoping.within_words`)."""
     (found,) = conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM entity_words WHERE entity_words MATCH ? LIMIT ?)",
-        (term_query(term), at_most),
+        (f"({term_query(term)}){within}", at_most),
     ).fetchone()
     return int(found)
 

@@ -8,12 +8,35 @@ project adds nothing, so the statements of a memory without projects are those o
 
 from __future__ import annotations
 
-from graphmem.core.projects import Scope
+import sqlite3
 
-__all__ = ["PROJECT_TOKEN_SQL", "and_visible", "project_token", "quoted", "visible", "within_words"]
+from graphmem.core.projects import SHARED, Scope
+
+__all__ = [
+    "ENTITY_MARK_SQL",
+    "OBSERVATION_MARK_SQL",
+    "PROJECT_TOKEN_SQL",
+    "and_visible",
+    "marks_of",
+    "project_token",
+    "quoted",
+    "visible",
+    "within_marks",
+    "within_words",
+]
 
 PROJECT_TOKEN_SQL = "'gp' || lower(hex({column})) || '0'"
 """`project_token` in SQL, for the word index's documents (storage/sqlite/pending.py)."""
+
+ENTITY_MARK_SQL = "coalesce((SELECT mark FROM project_marks WHERE project = {entity}.project), '')"
+"""The mark a row `{entity}` of `entities` is indexed after in the trigram index (migration 18):
+its project's, or none in the shared space."""
+
+OBSERVATION_MARK_SQL = (
+    "coalesce((SELECT m.mark FROM entities AS marked JOIN project_marks AS m ON m.project = marked.project"
+    " WHERE marked.id = {observation}.entity_id), '')"
+)
+"""The mark a row `{observation}` of `observations` is indexed after: its entity's project's."""
 
 
 def quoted(text: str) -> str:
@@ -50,3 +73,23 @@ def within_words(scope: Scope) -> str:
     if scope.every:
         return ""
     return f" AND project : ({' OR '.join(chr(34) + project_token(p) + chr(34) for p in scope.visible)})"
+
+
+def marks_of(conn: sqlite3.Connection, scope: Scope) -> list[str] | None:
+    """The trigram-index marks of the projects a scope sees besides the shared space (which
+    has none), or None for a scope that sees every project."""
+    if scope.every:
+        return None
+    projects = [project for project in scope.visible if project != SHARED]
+    if not projects:
+        return []
+    rows = conn.execute(
+        f"SELECT mark FROM project_marks WHERE project IN ({', '.join(quoted(project) for project in projects)})"
+    )
+    return [mark for (mark,) in rows]
+
+
+def within_marks(marks: list[str]) -> str:
+    """What a trigram-index query adds to keep to the texts indexed after one of `marks`
+    (each one trigram: an AND FTS5 answers by intersecting lists)."""
+    return f" AND ({' OR '.join(chr(34) + mark + chr(34) for mark in marks)})"

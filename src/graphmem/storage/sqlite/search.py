@@ -7,9 +7,11 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
+from graphmem.core.projects import SHARED
 from graphmem.storage.base import (
     FieldHits,
 )
@@ -17,7 +19,7 @@ from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.sqlite.pending import has_pending_text, has_stale_words, refresh_words
 from graphmem.storage.sqlite.ranking import term_query
 from graphmem.storage.sqlite.reads import _Reads
-from graphmem.storage.sqlite.scoping import and_visible, visible, within_words
+from graphmem.storage.sqlite.scoping import and_visible, marks_of, within_marks, within_words
 from graphmem.storage.sqlite.trigrams import TrigramSamples, narrow_query
 from graphmem.storage.words import (
     RANKED_AT_MOST,
@@ -29,7 +31,6 @@ from graphmem.storage.words import (
     informative,
     is_common,
     is_everywhere,
-    tokenize,
     word_inside,
 )
 
@@ -50,14 +51,10 @@ def _fts_query(terms: Sequence[Term]) -> str | None:
 # Up to this many entities holding a word, checking each is cheaper than the trigram walk.
 _WORD_CANDIDATES = 200
 
-# Up to this many entities in the projects a search sees (and less than half the memory), the
-# official matches are found by reading their texts whole (about a millisecond a thousand
-# entities) rather than by walking the whole memory's trigram index past other projects'.
-_SCOPE_SCAN = 20_000
-
-# How many of a project's texts read whole cost what walking one match of the whole memory's
-# trigram index (and finding it another project's) does: measured at 1,000,000 entities.
-_WALK_PER_TEXT = 4
+# Up to this many entities in the shared space, a search in a project reads their texts whole
+# for the official match (about a millisecond a thousand entities) rather than walking the
+# whole memory's trigram index for the shared space's unmarked texts (migration 18).
+_SHARED_SCAN = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +62,24 @@ class _OfficialQuery:
     """One query for the ids of entities containing a needle (the official match)."""
 
     sql: str
-    """Rows (entity id, the row's place in the walk) of the matches."""
+    """Rows (entity id, the row's place in the walk) of the matches, newest first."""
     params: dict[str, Any]
-    newest_first: str
-    """The ORDER BY that walks the rows newest first, cheaply (a rowid, walked backwards)."""
     in_names: bool
     """It looks in names and types (else in observations)."""
-    pending: str | None = None
-    """The same match over the rows not yet in the trigram index it reads (migration 0015),
-    as the same rows, newest first; None when it reads no trigram index."""
+    beside: tuple[str, ...] = ()
+    """More rows of the same match, newest first, merged with those of `sql`: the rows not yet
+    in the trigram index it reads (migration 0015), the shared space's beside a project's."""
+
+
+@dataclass(frozen=True, slots=True)
+class _ScopedText:
+    """How the official match keeps to a scope that does not see every project (migration 18)."""
+
+    marks: list[str]
+    """The trigram-index marks of the scope's projects (the shared space has none)."""
+    shared: str | None
+    """How the shared space's texts are read: "scan" (whole), "walk" (the whole memory's
+    trigram index, kept to the shared space), or None when the scope sees none of them."""
 
 
 def _official_queries(
@@ -81,121 +87,149 @@ def _official_queries(
     selective: Callable[[Term], bool],
     narrow: Callable[[str, str], str],
     in_scope: str = "",
-    scope_ids: Callable[[str], str | None] = lambda needle: None,
+    scoped: _ScopedText | None = None,
+    within: str = "",
 ) -> list[_OfficialQuery]:
     """Queries for the ids of the entities containing a needle (the official match).
 
     `selective(word)` says whether the word index's entities for a word are few enough to
     check each one; `narrow(table, needle)` is the trigram index query for the rows of
     `table` that may contain the needle; `in_scope`, a condition on the entity `e` that keeps
-    to the transaction's projects (`scoping.and_visible`), and `scope_ids(needle)` the query of
-    their entities' ids when reading every text of theirs costs less than walking the whole
-    memory's matches of the needle (`_SCOPE_SCAN`). The observation queries give an entity
-    once per matching row (see `SQLiteStore._walk_official`).
+    to the transaction's projects (`scoping.and_visible`), `within` what a word-index query
+    adds for it (`scoping.within_words`), and `scoped` how the trigram indexes keep to it
+    (None: the scope sees every project). The observation queries give an entity once per
+    matching row (see `SQLiteStore._walk_official`).
     """
     of_type = (" AND e.entity_type = :type" if search.entity_type is not None else "") + in_scope
     join_entity = " JOIN entities AS e ON e.id = o.entity_id" if of_type else ""
+    names_match = "(instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)"
     queries: list[_OfficialQuery] = []
     for needle in dict.fromkeys(search.needles):
         params: dict[str, Any] = {"needle": needle, "type": search.entity_type}
         if not needle:
             # Every text contains the empty string.
-            queries.append(
-                _OfficialQuery("SELECT e.id, e.id FROM entities AS e WHERE 1" + of_type, params, "e.id", True)
-            )
-            continue
-        pending_entities = pending_observations = None
-        ids = scope_ids(needle) if needle else None
-        if ids is not None:
-            # A small project of a large memory: its own texts, read whole, cost less than a
-            # walk of the whole memory's index past every other project's matches.
-            queries.append(
-                _OfficialQuery(
-                    f"SELECT e.id, e.id FROM entities AS e WHERE e.id IN ({ids}) AND"
-                    f" (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0){of_type}",
-                    params,
-                    "e.id",
-                    True,
-                )
-            )
-            queries.append(
-                _OfficialQuery(
-                    f"SELECT o.entity_id, o.id FROM observations AS o{join_entity}"
-                    f" WHERE o.entity_id IN ({ids}) AND instr(o.content_lc, :needle) > 0{of_type}",
-                    params,
-                    "o.id",
-                    False,
-                )
-            )
+            every = f"SELECT e.id, e.id FROM entities AS e WHERE 1{of_type} ORDER BY e.id DESC"
+            queries.append(_OfficialQuery(every, params, True))
             continue
         word = word_inside(needle)
         if word is not None and not selective(word):
             word = None  # a word in many entities ("0" in every tag): the trigrams narrow better
         if len(needle) >= _TRIGRAM and word is None:
             # The trigram index narrows the rows; instr() keeps the answer exact.
-            params["name_phrase"] = narrow("entity_text", needle)
-            params["phrase"] = narrow("observation_text", needle)
-            entities = (
-                "entity_text JOIN entities AS e ON e.id = entity_text.rowid WHERE entity_text MATCH :name_phrase AND"
-            )
-            entities_newest = "entity_text.rowid"
-            observations = (
-                "observation_text JOIN observations AS o ON o.id = observation_text.rowid"
-                f"{join_entity} WHERE observation_text MATCH :phrase AND"
-            )
-            observations_newest = "observation_text.rowid"
+            name_phrase, phrase = narrow("entity_text", needle), narrow("observation_text", needle)
             # What the trigram index does not hold yet, read whole: a few recent rows. CROSS
             # JOIN: SQLite, knowing nothing of the pending table's size, would otherwise scan
             # every row of the big one and look each up in it (70 ms at 40,000 entities).
-            pending_entities = (
+            entities_beside = [
                 "SELECT e.id, e.id FROM entity_text_pending AS p CROSS JOIN entities AS e ON e.id = p.id"
-                " WHERE (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0)"
-                f"{of_type} ORDER BY p.id DESC"
-            )
-            pending_observations = (
+                f" WHERE {names_match}{of_type} ORDER BY p.id DESC"
+            ]
+            observations_beside = [
                 "SELECT o.entity_id, o.id FROM observation_text_pending AS p"
                 " CROSS JOIN observations AS o ON o.id = p.id"
                 f"{join_entity} WHERE instr(o.content_lc, :needle) > 0{of_type} ORDER BY p.id DESC"
+            ]
+            if scoped is not None:
+                # The scope's projects by their marks: FTS5 reads only what they hold.
+                if scoped.marks:
+                    name_phrase += within_marks(scoped.marks)
+                    phrase += within_marks(scoped.marks)
+                else:
+                    name_phrase = phrase = None
+                shared_names, shared_observations = _shared_queries(scoped.shared, names_match, of_type)
+                entities_beside += shared_names
+                observations_beside += shared_observations
+            params["shared_name_phrase"], params["shared_phrase"] = (
+                narrow("entity_text", needle),
+                narrow("observation_text", needle),
             )
-        elif word is None:
-            entities, entities_newest = "entities AS e WHERE", "e.id"
-            observations, observations_newest = f"observations AS o{join_entity} WHERE", "o.id"
+            params["name_phrase"], params["phrase"] = name_phrase, phrase
+            no_rows = "SELECT NULL, NULL WHERE 0"
+            queries.append(
+                _OfficialQuery(
+                    no_rows
+                    if name_phrase is None
+                    else "SELECT e.id, entity_text.rowid FROM entity_text"
+                    " JOIN entities AS e ON e.id = entity_text.rowid"
+                    f" WHERE entity_text MATCH :name_phrase AND {names_match}{of_type} ORDER BY entity_text.rowid DESC",
+                    params,
+                    True,
+                    tuple(entities_beside),
+                )
+            )
+            queries.append(
+                _OfficialQuery(
+                    no_rows
+                    if phrase is None
+                    else "SELECT o.entity_id, observation_text.rowid FROM observation_text"
+                    f" JOIN observations AS o ON o.id = observation_text.rowid{join_entity}"
+                    " WHERE observation_text MATCH :phrase AND instr(o.content_lc, :needle) > 0"
+                    f"{of_type} ORDER BY observation_text.rowid DESC",
+                    params,
+                    False,
+                    tuple(observations_beside),
+                )
+            )
+            continue
+        if word is None:
+            entities, observations = "entities AS e WHERE", f"observations AS o{join_entity} WHERE"
         else:
             # Fewer candidates still: the entities whose names, types or observations hold
             # that word. Common trigrams ("-1" in every tag, "ent" in every "entity-N" name)
             # make the trigram index walk long lists.
-            params["name_word"] = f"{{name entity_type}} : ({term_query(word)})"
+            params["name_word"] = f"({{name entity_type}} : ({term_query(word)})){within}"
             entities = (
                 "entities AS e WHERE e.id IN (SELECT rowid FROM entity_words WHERE entity_words MATCH :name_word) AND"
             )
-            entities_newest = "e.id"
-            params["word"] = f"observations : ({term_query(word)})"
+            params["word"] = f"(observations : ({term_query(word)})){within}"
             observations = (
                 f"observations AS o{join_entity} WHERE o.entity_id IN"
                 " (SELECT rowid FROM entity_words WHERE entity_words MATCH :word) AND"
             )
-            observations_newest = "o.id"
         queries.append(
-            _OfficialQuery(
-                f"SELECT e.id, {entities_newest} FROM {entities}"
-                f" (instr(e.name_lc, :needle) > 0 OR instr(e.type_lc, :needle) > 0){of_type}",
-                params,
-                entities_newest,
-                True,
-                pending_entities,
-            )
+            _OfficialQuery(f"SELECT e.id, e.id FROM {entities} {names_match}{of_type} ORDER BY e.id DESC", params, True)
         )
         queries.append(
             _OfficialQuery(
-                f"SELECT o.entity_id, {observations_newest} FROM {observations} instr(o.content_lc, :needle) > 0"
-                + of_type,
+                f"SELECT o.entity_id, o.id FROM {observations} instr(o.content_lc, :needle) > 0{of_type}"
+                " ORDER BY o.id DESC",
                 params,
-                observations_newest,
                 False,
-                pending_observations,
             )
         )
     return queries
+
+
+def _shared_queries(how: str | None, names_match: str, of_type: str) -> tuple[list[str], list[str]]:
+    """The queries of the shared space's official matches beside a project's (`_ScopedText.shared`):
+    its names and types, and its observations, each newest first."""
+    if how == "scan":
+        return (
+            [
+                "SELECT e.id, e.id FROM entities AS e"
+                f" WHERE e.project = '' AND {names_match}{of_type} ORDER BY e.id DESC"
+            ],
+            [
+                "SELECT o.entity_id, o.id FROM entities AS e JOIN observations AS o ON o.entity_id = e.id"
+                f" WHERE e.project = '' AND instr(o.content_lc, :needle) > 0{of_type} ORDER BY o.id DESC"
+            ],
+        )
+    if how == "walk":
+        # The whole memory's trigram index, unmarked texts and marked alike, kept to the shared space.
+        return (
+            [
+                "SELECT e.id, entity_text.rowid FROM entity_text JOIN entities AS e ON e.id = entity_text.rowid"
+                f" WHERE entity_text MATCH :shared_name_phrase AND e.project = '' AND {names_match}{of_type}"
+                " ORDER BY entity_text.rowid DESC"
+            ],
+            [
+                "SELECT o.entity_id, observation_text.rowid FROM observation_text"
+                " JOIN observations AS o ON o.id = observation_text.rowid JOIN entities AS e ON e.id = o.entity_id"
+                f" WHERE observation_text MATCH :shared_phrase AND e.project = '' AND instr(o.content_lc, :needle) > 0"
+                f"{of_type} ORDER BY observation_text.rowid DESC"
+            ],
+        )
+    return [], []
 
 
 def _newest_first(queries: list[_OfficialQuery]) -> list[_OfficialQuery]:
@@ -418,21 +452,22 @@ class _Search(_Reads):
         kept = informative(counts, rows)
         return [terms[index] for index in kept], [counts[index] for index in kept]
 
-    def _count_term(self, term: Term, at_most: int) -> int:
+    def _count_term(self, term: Term, at_most: int, within: str = "") -> int:
         if self._writing:
             # Counts remembered before this write may be stale now.
-            return sqlite_ranking.count_term(self._conn, term, at_most)
-        return self._term_counts.count(self._conn, term, at_most)
+            return sqlite_ranking.count_term(self._conn, term, at_most, within)
+        return self._term_counts.count(self._conn, term, at_most, within)
 
     def _selective_word(self, word: Term) -> bool:
-        """Whether at most `_WORD_CANDIDATES` entities hold `word` (counted once per index state).
+        """Whether at most `_WORD_CANDIDATES` entities the scope sees hold `word` (counted once per index state).
 
         Never while some entity's word document is out of date (a reader that could not
         bring the index up to date, see `SQLiteStore.read`): the index could miss it.
         """
         if has_stale_words(self._conn):
             return False
-        return self._count_term(word, _WORD_CANDIDATES + 1) <= _WORD_CANDIDATES
+        # Counted in the scope's projects: their candidates are what the query reads.
+        return self._count_term(word, _WORD_CANDIDATES + 1, within_words(self._scope)) <= _WORD_CANDIDATES
 
     def _official_ids(self, search: WordSearch, cap: int) -> tuple[list[int], bool]:
         """Ids of the entities containing a needle, newest first (see `_newest_official`),
@@ -453,56 +488,41 @@ class _Search(_Reads):
             self._selective_word,
             partial(narrow_query, self._conn, self._trigram_samples),
             and_visible(self._scope, "e.project"),
-            self._small_scope_ids(),
+            self._scoped_text(),
+            within_words(self._scope),
         )
         for official in _newest_first(queries):
             if reach is not None and len(found) >= reach:
                 break
-            pending = (
-                self._conn.execute(official.pending, official.params).fetchall() if official.pending is not None else []
-            )
-            cursor = self._conn.execute(f"{official.sql} ORDER BY {official.newest_first} DESC", official.params)
+            cursors = [self._conn.execute(sql, official.params) for sql in (official.sql, *official.beside)]
             try:
-                # Both are newest first: merged, they are the walk the index would give.
-                chunks = (
-                    iter(partial(cursor.fetchmany, _WALK_CHUNK), [])
-                    if not pending
-                    else [heapq.merge(pending, cursor, key=itemgetter(1), reverse=True)]
+                # Each is newest first: merged, they are the walk one index would give.
+                rows = (
+                    chain.from_iterable(iter(partial(cursors[0].fetchmany, _WALK_CHUNK), []))
+                    if len(cursors) == 1
+                    else heapq.merge(*cursors, key=itemgetter(1), reverse=True)
                 )
-                for chunk in chunks:
-                    for entity_id, _ in chunk:
-                        found[entity_id] = None
-                        if reach is not None and len(found) >= reach:
-                            break
+                for entity_id, _ in rows:
+                    found[entity_id] = None
                     if reach is not None and len(found) >= reach:
                         break
             finally:
-                cursor.close()
+                for cursor in cursors:
+                    cursor.close()
         return list(found)
 
-    def _small_scope_ids(self) -> Callable[[str], str | None]:
-        """For a needle, the query of the ids of the entities the scope sees when reading their
-        texts costs less than walking the needle's matches in the whole memory: they are at most
-        `_SCOPE_SCAN`, and the needle's words are in more entities than that; None otherwise
-        (and always for every project)."""
-        if self._scope.every:
-            return lambda needle: None
-        seen = visible(self._scope, "project")
-        (count,) = self._conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM entities WHERE {seen} LIMIT ?)", (_SCOPE_SCAN + 1,)
-        ).fetchone()
-        if count > _SCOPE_SCAN:
-            return lambda needle: None
-
-        def ids(needle: str) -> str | None:
-            words = tokenize(needle)
-            # The rarest word of the needle bounds how many entities hold it (a prefix of each,
-            # since a substring may end inside a word): a rough count, which only chooses a path.
-            rarest = min((self._count_term(Term(word, prefix=True), count + 1) for word in words), default=count + 1)
-            # Reading a text whole costs about what walking four matches of the index does.
-            return f"SELECT id FROM entities WHERE {seen}" if rarest * _WALK_PER_TEXT > count else None
-
-        return ids
+    def _scoped_text(self) -> _ScopedText | None:
+        """How the official match keeps to the scope (`_ScopedText`); None for every project."""
+        marks = marks_of(self._conn, self._scope)
+        if marks is None:
+            return None
+        shared = None
+        if SHARED in self._scope.visible:
+            (count,) = self._conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM entities WHERE project = '' LIMIT ?)", (_SHARED_SCAN + 1,)
+            ).fetchone()
+            shared = None if count == 0 else "scan" if count <= _SHARED_SCAN else "walk"
+        return _ScopedText(marks, shared)
 
     def _scores(self, search: WordSearch, query: str, ids: set[int]) -> dict[int, float]:
         # "+rowid" keeps SQLite from running the FTS query once per id: one pass over

@@ -40,6 +40,7 @@ from graphmem.storage.sqlite.schema import (
     create_private_file,
     refuse_a_foreign_database,
 )
+from graphmem.storage.sqlite.scoping import ENTITY_MARK_SQL, OBSERVATION_MARK_SQL
 from graphmem.storage.sqlite.search import _Search
 from graphmem.storage.sqlite.text import (
     TRIGRAM_FORM,
@@ -88,12 +89,13 @@ _PROGRESS_STEPS = 100_000
 _BULK_CATCH_UP = {
     "entities_ai": (
         "INSERT INTO entity_text (rowid, name_lc, type_lc)"
-        f" SELECT id, {TRIGRAM_FORM.format('name_lc')}, {TRIGRAM_FORM.format('type_lc')}"
-        " FROM entities WHERE id > :entity"
+        f" SELECT id, {ENTITY_MARK_SQL.format(entity='entities')} || {TRIGRAM_FORM.format('name_lc')},"
+        f" {TRIGRAM_FORM.format('type_lc')} FROM entities WHERE id > :entity"
     ),
     "observations_ai": (
         "INSERT INTO observation_text (rowid, content_lc)"
-        f" SELECT id, {TRIGRAM_FORM.format('content_lc')} FROM observations WHERE id > :observation"
+        f" SELECT id, {OBSERVATION_MARK_SQL.format(observation='observations')} || {TRIGRAM_FORM.format('content_lc')}"
+        " FROM observations WHERE id > :observation"
     ),
     "entity_words_entities_ai": (
         "INSERT OR IGNORE INTO entity_words_stale (entity_id) SELECT id FROM entities WHERE id > :entity"

@@ -942,7 +942,7 @@ _WORDS = st.lists(st.sampled_from("tea green berlin moved moving café bob bobby
 def test_a_search_in_a_project_ranks_as_sqlite_ranks_it(
     entities: list[tuple[str, str, str, str]], query: str, project: str, limit: int | None
 ):
-    # Both rank among the project's entities with the statistics of the whole memory.
+    # Both rank as a memory of what the project sees (its entities and the shared space's) alone would.
     plan = word_search([query], limit=limit)
     memory = [Entity(name, entity_type, (fact,), project=home) for name, entity_type, fact, home in entities]
     answers = []

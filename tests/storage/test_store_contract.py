@@ -1243,6 +1243,53 @@ def _fill_projects(store: Store) -> None:
         )
 
 
+def _entities_seen_in_mine() -> tuple[list[Entity], list[Entity]]:
+    """The shared space's entities and project mine's, and another project's around them."""
+    seen = [Entity("Alice", "person", ("drinks green tea", "lives in Berlin"))] + [
+        Entity(
+            f"Mine {i}",
+            "note",
+            (f"green tea batch {i}", "tea from Berlin" if i % 3 else "strong coffee"),
+            project="mine",
+        )
+        for i in range(12)
+    ]
+    other = [
+        Entity(f"Other {i}", "note", ("green tea everywhere", "tea tea tea", f"batch {i} of coffee"), project="other")
+        for i in range(40)
+    ]
+    return seen, other
+
+
+def test_a_search_in_a_project_ranks_as_a_memory_of_what_it_sees_alone_would(
+    open_backend: Callable[[Path], Store], tmp_path: Path
+):
+    # Scores to the bit, and which words count as found everywhere: the project's and the
+    # shared space's statistics, not the whole memory's (the other project is all tea).
+    seen, other = _entities_seen_in_mine()
+    mixed, alone = open_backend(tmp_path / "mixed"), open_backend(tmp_path / "alone")
+    try:
+        with mixed.write():
+            # The other project's entities between those seen, in creation order.
+            mixed.insert_entities(other[:20])
+            mixed.insert_entities(seen[:5])
+            mixed.insert_entities(other[20:])
+            mixed.insert_entities(seen[5:])
+        with alone.write():
+            alone.insert_entities(seen)
+        for query in ("green tea", "berlin", "tea batch 3", "coffee", "batch", "strong tea from berlin", "Mine 1"):
+            for limit in (None, 3):
+                plan = word_search([query], limit=limit)
+                with mixed.read(Scope("mine")):
+                    in_project = mixed.search_entities(plan)
+                with alone.read():
+                    by_itself = alone.search_entities(plan)
+                assert in_project == by_itself, query
+    finally:
+        mixed.close()
+        alone.close()
+
+
 def test_a_project_sees_itself_and_the_shared_space_and_nothing_of_another(store: Store):
     _fill_projects(store)
     with store.read(API):

@@ -52,6 +52,13 @@ class Scope:
         return (SHARED,) if self.project == SHARED else (SHARED, self.project)
 
     @property
+    def own_project(self) -> str | None:
+        """The one project the scope sees beside the shared space; None when it sees every
+        project or the shared space alone. A search in it ranks as a memory of what it sees
+        alone would rank it (docs/projects.md)."""
+        return None if self.project is None or self.project == SHARED else self.project
+
+    @property
     def home(self) -> str:
         """Where an entity created in this scope goes."""
         return SHARED if self.project is None else self.project

@@ -203,16 +203,18 @@ class _Reads(_Tables):
     # -- ranked search (issue 3, part 1) ---------------------------------------------------
 
     def search_entities(self, search: WordSearch) -> SearchResult:
-        # The word index is every entity row, whatever the type filter and the scope, as in
-        # FTS5: SQLite's BM25 counts every project's documents, so its scores, and which words
-        # are found everywhere, are those of the whole memory. Only the entities the scope
-        # sees are matched.
+        # The word index is every entity row the scope sees, whatever the type filter, as in
+        # SQLite's FTS5 (a project has a word index of its own there): a search in a project
+        # ranks as a memory of what it sees alone would, its scores and the words found
+        # everywhere those of the project and the shared space.
         every, seen = self._scope.every, self._scope.visible
         rows: list[tuple[int, _HeadRow, Entity]] = []
         documents: list[WordDocument] = []
         for position, row in enumerate(self._head):
             if row is not None and isinstance(row.value, Entity):
                 entity = row.value
+                if not (every or entity.project in seen):
+                    continue
                 if row.words is None:
                     row.words = WordDocument(entity.name, list(entity.aliases), entity.entity_type, entity.observations)
                 rows.append((position, row, entity))
@@ -223,8 +225,6 @@ class _Reads(_Tables):
         best: dict[str, tuple[bool, float, int]] = {}
         for index, (position, row, entity) in enumerate(rows):
             if search.entity_type is not None and entity.entity_type != search.entity_type:
-                continue
-            if not (every or entity.project in seen):
                 continue
             if row.folded is None:
                 row.folded = _fold(entity)

@@ -93,13 +93,16 @@ def holding_ids(term: Term) -> tuple[str, dict[str, Any]]:
     return f"SELECT w.entity_id FROM entity_words AS w WHERE {named}", dict(zip(names, values, strict=True))
 
 
-def count_term(rows: Rows, term: Term, at_most: int) -> int:
-    """How many entities hold the term, counting no further than `at_most`."""
+def count_term(rows: Rows, term: Term, at_most: int, within: str = "") -> int:
+    """How many entities hold the term, counting no further than `at_most`; `within`, a
+    condition on their entity `e` that keeps to a scope's projects (`scoping.and_visible`)."""
     condition, params = _word_condition(term, "w")
     # A prefix matches several words of one entity: each entity counts once.
     distinct = "DISTINCT " if term.prefix else ""
+    join = " JOIN entities AS e ON e.id = w.entity_id" if within else ""
     ((found,),) = rows(
-        f"SELECT count(*) FROM (SELECT {distinct}w.entity_id FROM entity_words AS w WHERE {condition} LIMIT %s) AS f",
+        f"SELECT count(*) FROM (SELECT {distinct}w.entity_id FROM entity_words AS w{join}"
+        f" WHERE {condition}{within} LIMIT %s) AS f",
         [*params, at_most],
     )
     return int(found)

@@ -9,7 +9,7 @@ the JSONL backend's and SQLite's FTS5 `bm25()` to the bit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -37,8 +37,10 @@ _TERM_COUNTS_KEPT = 4096
 class _Search(_Writes):
     """The searches of `PostgresStore`."""
 
-    _term_counts: dict[tuple[int, Term, int], int]
-    """How many entities hold a term, by (write count, term, at most): see `_count_term`."""
+    _term_counts: dict[tuple[int, Term | None, int, str], int]
+    """How many entities of a scope hold a term, by (write count, term, at most, the scope's
+    condition): see `_count_term`; with the term None, how many words the scope's documents
+    hold (`_statistics`)."""
 
     def find_text(self, needle: str) -> dict[str, FieldHits]:
         params: dict[str, Any] = {}
@@ -84,23 +86,38 @@ class _Search(_Writes):
         Counting a word found in half the memory reads thousands of index entries; queries
         repeat their common words ("what", "project"). As SQLite's `TermCounts`.
         """
+        within = self._seen("e.project")
+        return self._remembered(term, at_most, lambda: ranking.count_term(self._rows, term, at_most, within))
+
+    def _remembered(self, term: Term | None, at_most: int, count: Callable[[], int]) -> int:
+        """`count()`, remembered for the scope while no write commits."""
         version = self._tx.version
         if version is None:
-            return ranking.count_term(self._rows, term, at_most)
-        key = (version, term, at_most)
+            return count()
+        key = (version, term, at_most, self._seen("e.project"))
         known = self._term_counts.get(key)  # one dict operation: safe across threads
         if known is None:
             if len(self._term_counts) >= _TERM_COUNTS_KEPT:
                 self._term_counts.clear()
-            known = self._term_counts[key] = ranking.count_term(self._rows, term, at_most)
+            known = self._term_counts[key] = count()
         return known
 
     def _statistics(self) -> tuple[int, float]:
-        """The word index's rows (every entity, in every project, whatever the scope: as SQLite's
-        FTS5 index counts them) and their mean number of words."""
-        ((entities, words),) = self._rows("SELECT entities, words FROM graphmem_state WHERE id = 1")
-        delta = self._tx.delta
-        rows, total = int(entities) + delta.entities, int(words) + delta.words
+        """The rows a search ranks among and their mean number of words: every entity for every
+        project; else the entities the scope sees, as a memory of them alone would (as SQLite's
+        word index of each project's own)."""
+        if self._scope.every:
+            ((entities, words),) = self._rows("SELECT entities, words FROM graphmem_state WHERE id = 1")
+            delta = self._tx.delta
+            rows, total = int(entities) + delta.entities, int(words) + delta.words
+        else:
+            seen = self._seen("project")
+
+            def of_scope(value: str) -> Callable[[], int]:
+                return lambda: int(self._rows(f"SELECT {value} FROM entities WHERE true{seen}")[0][0])
+
+            rows = self._remembered(None, 0, of_scope("count(*)"))
+            total = self._remembered(None, 1, of_scope("coalesce(sum(word_count), 0)"))
         # Each document holds one word more in SQLite's index, its project's, and BM25 counts it.
         return rows, (total / rows + PROJECT_WORDS if rows else 0.0)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from graphmem.storage.sqlite.project_words import refresh_project_words
 from graphmem.storage.sqlite.scoping import ENTITY_MARK_SQL, OBSERVATION_MARK_SQL, PROJECT_TOKEN_SQL
 from graphmem.storage.sqlite.text import TRIGRAM_FORM, escaped_json, exact
 
@@ -137,6 +138,7 @@ def refresh_words(conn: sqlite3.Connection, at_most: int | None = None) -> int:
     listed = json.dumps(ids)
     conn.execute("DELETE FROM entity_words WHERE rowid IN (SELECT value FROM json_each(?))", (listed,))
     conn.execute(_REBUILD_DOCUMENTS, (listed,))
+    refresh_project_words(conn, listed)
     conn.execute("DELETE FROM entity_words_stale WHERE entity_id IN (SELECT value FROM json_each(?))", (listed,))
     return len(ids)
 

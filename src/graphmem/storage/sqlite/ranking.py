@@ -31,6 +31,7 @@ import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from graphmem.storage.sqlite.scoping import WORDS, WordIndex
 from graphmem.storage.words import (
     FTS5_TO_PYTHON,
     MAX_SCORED,
@@ -116,7 +117,7 @@ class TermCounts:
     """
 
     def __init__(self) -> None:
-        self._counts: dict[tuple[Term, int, str], int] = {}
+        self._counts: dict[tuple[Term, int, WordIndex], int] = {}
         self._version: tuple[int, int] | None = None
 
     def valid_for(self, version: tuple[int, int]) -> None:
@@ -130,23 +131,22 @@ class TermCounts:
         self._counts.clear()
         self._version = None
 
-    def count(self, conn: sqlite3.Connection, term: Term, at_most: int, within: str = "") -> int:
-        """The number of rows matching `term` (and `within`), counting no further than `at_most`."""
-        known = self._counts.get((term, at_most, within))
+    def count(self, conn: sqlite3.Connection, term: Term, at_most: int, word_index: WordIndex = WORDS) -> int:
+        """The number of rows of `word_index` matching `term`, counting no further than `at_most`."""
+        known = self._counts.get((term, at_most, word_index))
         if known is not None:
             return known
-        found = count_term(conn, term, at_most, within)
+        found = count_term(conn, term, at_most, word_index)
         if self._version is not None:
-            self._counts[term, at_most, within] = found
+            self._counts[term, at_most, word_index] = found
         return found
 
 
-def count_term(conn: sqlite3.Connection, term: Term, at_most: int, within: str = "") -> int:
-    """The number of word-index rows matching `term`, counting no further than `at_most`;
-    `within`, what the query adds to keep to a scope's projects (`scoping.within_words`)."""
+def count_term(conn: sqlite3.Connection, term: Term, at_most: int, word_index: WordIndex = WORDS) -> int:
+    """The number of rows of word index `word_index` matching `term`, counting no further than `at_most`."""
     (found,) = conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM entity_words WHERE entity_words MATCH ? LIMIT ?)",
-        (f"({term_query(term)}){within}", at_most),
+        f"SELECT count(*) FROM (SELECT 1 FROM {word_index.table} WHERE {word_index.table} MATCH ? LIMIT ?)",
+        (word_index.query(term_query(term)), at_most),
     ).fetchone()
     return int(found)
 
@@ -219,7 +219,7 @@ def best_matches(
     wanted: int,
     exclude: Collection[int],
     entity_type: str | None,
-    within: str = "",
+    word_index: WordIndex = WORDS,
 ) -> list[tuple[int, float]] | None:
     """The best `wanted` entities matching any term outside `exclude`, with their scores.
 
@@ -231,17 +231,17 @@ def best_matches(
         counts: how many rows each term matches.
         rows, words: the index's number of rows and of words in them.
         weights: each column's weight.
-        within: what each FTS5 query adds to keep to the scope's projects (`scoping.within_words`).
+        word_index: the word index read, and what each query adds to keep to the scope.
     """
     if not terms or sum(counts) < MIN_MATCHES:
         return None
     max_scored = max(MAX_SCORED, min(MAX_SCORED_LARGE, sum(counts) // FTS5_TO_PYTHON))
     scoring = _Scoring.of(terms, counts, rows, words, weights)
     bounds = [score_bound(term_idf) for term_idf in scoring.idfs]
-    sql = "SELECT w.rowid, w.name, w.aliases, w.entity_type, w.observations FROM entity_words AS w"
+    sql = f"SELECT w.rowid, w.name, w.aliases, w.entity_type, w.observations FROM {word_index.table} AS w"
     if entity_type is not None:
         sql += " JOIN entities AS e ON e.id = w.rowid AND e.entity_type = :type"
-    sql += " WHERE entity_words MATCH :query LIMIT :limit"
+    sql += f" WHERE {word_index.table} MATCH :query LIMIT :limit"
     scored: dict[int, float] = {}
     seen: set[int] = set()
     unseen = sorted(range(len(terms)), key=lambda index: counts[index])
@@ -257,18 +257,18 @@ def best_matches(
             # are taken among the newest holding them, not ranked over all of them.
             among = [terms[left] for left in unseen]
             skip = set(exclude) | seen
-            scored.update(_score_newest(conn, scoring, among, wanted, skip, entity_type, within))
+            scored.update(_score_newest(conn, scoring, among, wanted, skip, entity_type, word_index))
             break
         if len(seen) + counts[index] > max_scored:
             # Too many to score here: FTS5 scores the rest, a few words at a time.
             found = _best_by_word_sets(
-                conn, terms, bounds, unseen, weights, wanted, exclude, entity_type, scored, within
+                conn, terms, bounds, unseen, weights, wanted, exclude, entity_type, scored, word_index
             )
             if found is None:
                 return None
             break
         unseen.pop(0)
-        params = {"query": f"{term_query(terms[index])}{within}", "limit": max_scored + 1, "type": entity_type}
+        params = {"query": word_index.query(term_query(terms[index])), "limit": max_scored + 1, "type": entity_type}
         for rowid, name, aliases, entity_type_text, observations in conn.execute(sql, params):
             if rowid in seen:
                 continue
@@ -294,7 +294,7 @@ def newest_matches(
     wanted: int,
     exclude: Collection[int],
     entity_type: str | None,
-    within: str = "",
+    word_index: WordIndex = WORDS,
 ) -> list[tuple[int, float]]:
     """The best `wanted` of the newest entities matching the terms, outside `exclude`, with their scores.
 
@@ -307,7 +307,7 @@ def newest_matches(
     scores in id order.
     """
     scoring = _Scoring.of(terms, counts, rows, words, weights)
-    scored = _score_newest(conn, scoring, terms, wanted, exclude, entity_type, within)
+    scored = _score_newest(conn, scoring, terms, wanted, exclude, entity_type, word_index)
     return _best_first(scored, wanted)
 
 
@@ -318,20 +318,20 @@ def _score_newest(
     wanted: int,
     exclude: Collection[int],
     entity_type: str | None,
-    within: str,
+    word_index: WordIndex,
 ) -> dict[int, float]:
     """The scores of the newest entities holding every term of `among` (then, when fewer
     than `wanted`, of those holding any), outside `exclude`, scored over all of `scoring`'s
     terms: four for each one wanted, at most `NEWEST_SCORED`."""
     pool = min(NEWEST_SCORED, NEWEST_PER_WANTED * max(1, wanted))
     sql = (
-        "SELECT rowid, name, aliases, entity_type, observations FROM entity_words"
-        " WHERE entity_words MATCH ? ORDER BY rowid DESC"
+        f"SELECT rowid, name, aliases, entity_type, observations FROM {word_index.table}"
+        f" WHERE {word_index.table} MATCH ? ORDER BY rowid DESC"
     )
     scored: dict[int, float] = {}
-    queries = [f"({' AND '.join(map(term_query, among))}){within}"]
+    queries = [word_index.query(" AND ".join(map(term_query, among)))]
     if len(among) > 1:
-        queries.append(f"({' OR '.join(map(term_query, among))}){within}")
+        queries.append(word_index.query(" OR ".join(map(term_query, among))))
     for query in queries:
         seen = 0
         cursor = conn.execute(sql, (query,))
@@ -365,7 +365,7 @@ def _best_by_word_sets(
     exclude: Collection[int],
     entity_type: str | None,
     scored: dict[int, float],
-    within: str,
+    word_index: WordIndex,
 ) -> dict[int, float] | None:
     """Add to `scored` the best entities that match only the `unseen` terms, FTS5 scoring them.
 
@@ -386,11 +386,14 @@ def _best_by_word_sets(
     sets = [sorted(chosen) for size in range(len(unseen), 0, -1) for chosen in itertools.combinations(unseen, size)]
     sets.sort(key=lambda chosen: -sum(bounds[index] for index in chosen))
     # The project column (migration 17) weighs nothing.
-    sql = f"SELECT w.rowid, -bm25(entity_words, {', '.join('?' * len(weights))}, 0) AS score FROM entity_words AS w"
+    sql = (
+        f"SELECT w.rowid, -bm25({word_index.table}, {', '.join('?' * len(weights))}, 0) AS score"
+        f" FROM {word_index.table} AS w"
+    )
     if entity_type is not None:
         sql += " JOIN entities AS e ON e.id = w.rowid AND e.entity_type = ?"
     sql += (
-        " WHERE entity_words MATCH ? AND w.rowid NOT IN (SELECT value FROM json_each(?))"
+        f" WHERE {word_index.table} MATCH ? AND w.rowid NOT IN (SELECT value FROM json_each(?))"
         " ORDER BY score DESC, w.rowid LIMIT ?"
     )
     excluded = json.dumps(sorted(exclude))
@@ -405,7 +408,7 @@ def _best_by_word_sets(
         query = " AND ".join(term_query(terms[index]) for index in chosen)
         if lacking:
             query = f"({query}) NOT ({' OR '.join(term_query(terms[index]) for index in lacking)})"
-        query = f"({query}){within}"
+        query = word_index.query(query)
         params = [*weights, *([entity_type] if entity_type is not None else []), query, excluded, wanted]
         scored.update(conn.execute(sql, params).fetchall())
     return scored

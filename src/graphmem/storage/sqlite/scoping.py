@@ -9,11 +9,13 @@ project adds nothing, so the statements of a memory without projects are those o
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 
 from graphmem.core.projects import SHARED, Scope
 
 __all__ = [
     "ENTITY_MARK_SQL",
+    "WORDS",
     "OBSERVATION_MARK_SQL",
     "PROJECT_TOKEN_SQL",
     "and_visible",
@@ -23,6 +25,7 @@ __all__ = [
     "visible",
     "within_marks",
     "within_words",
+    "WordIndex",
 ]
 
 PROJECT_TOKEN_SQL = "'gp' || lower(hex({column})) || '0'"
@@ -93,3 +96,20 @@ def within_marks(marks: list[str]) -> str:
     """What a trigram-index query adds to keep to the texts indexed after one of `marks`
     (each one trigram: an AND FTS5 answers by intersecting lists)."""
     return f" AND ({' OR '.join(chr(34) + mark + chr(34) for mark in marks)})"
+
+
+@dataclass(frozen=True, slots=True)
+class WordIndex:
+    """A word index a search reads: the memory's, or a project's own (project_words.py), and
+    what each of its queries adds to keep to the scope's projects (`within_words`)."""
+
+    table: str = "entity_words"
+    within: str = ""
+
+    def query(self, query: str) -> str:
+        """`query` kept to the scope."""
+        return f"({query}){self.within}"
+
+
+WORDS = WordIndex()
+"""The memory's word index, every project's entities."""

@@ -17,9 +17,10 @@ from graphmem.storage.base import (
 )
 from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.sqlite.pending import has_pending_text, has_stale_words, refresh_words
+from graphmem.storage.sqlite.project_words import word_index_of
 from graphmem.storage.sqlite.ranking import term_query
 from graphmem.storage.sqlite.reads import _Reads
-from graphmem.storage.sqlite.scoping import and_visible, marks_of, within_marks, within_words
+from graphmem.storage.sqlite.scoping import WORDS, WordIndex, and_visible, marks_of, visible, within_marks
 from graphmem.storage.sqlite.trigrams import TrigramSamples, narrow_query
 from graphmem.storage.words import (
     RANKED_AT_MOST,
@@ -88,15 +89,15 @@ def _official_queries(
     narrow: Callable[[str, str], str],
     in_scope: str = "",
     scoped: _ScopedText | None = None,
-    within: str = "",
+    word_index: WordIndex = WORDS,
 ) -> list[_OfficialQuery]:
     """Queries for the ids of the entities containing a needle (the official match).
 
     `selective(word)` says whether the word index's entities for a word are few enough to
     check each one; `narrow(table, needle)` is the trigram index query for the rows of
     `table` that may contain the needle; `in_scope`, a condition on the entity `e` that keeps
-    to the transaction's projects (`scoping.and_visible`), `within` what a word-index query
-    adds for it (`scoping.within_words`), and `scoped` how the trigram indexes keep to it
+    to the transaction's projects (`scoping.and_visible`), `word_index` the word index
+    that holds them (project_words.py), and `scoped` how the trigram indexes keep to it
     (None: the scope sees every project). The observation queries give an entity once per
     matching row (see `SQLiteStore._walk_official`).
     """
@@ -116,7 +117,8 @@ def _official_queries(
             word = None  # a word in many entities ("0" in every tag): the trigrams narrow better
         if len(needle) >= _TRIGRAM and word is None:
             # The trigram index narrows the rows; instr() keeps the answer exact.
-            name_phrase, phrase = narrow("entity_text", needle), narrow("observation_text", needle)
+            name_phrase: str | None = narrow("entity_text", needle)
+            phrase: str | None = narrow("observation_text", needle)
             # What the trigram index does not hold yet, read whole: a few recent rows. CROSS
             # JOIN: SQLite, knowing nothing of the pending table's size, would otherwise scan
             # every row of the big one and look each up in it (70 ms at 40,000 entities).
@@ -132,8 +134,8 @@ def _official_queries(
             if scoped is not None:
                 # The scope's projects by their marks: FTS5 reads only what they hold.
                 if scoped.marks:
-                    name_phrase += within_marks(scoped.marks)
-                    phrase += within_marks(scoped.marks)
+                    name_phrase = f"{name_phrase}{within_marks(scoped.marks)}"
+                    phrase = f"{phrase}{within_marks(scoped.marks)}"
                 else:
                     name_phrase = phrase = None
                 shared_names, shared_observations = _shared_queries(scoped.shared, names_match, of_type)
@@ -177,15 +179,11 @@ def _official_queries(
             # Fewer candidates still: the entities whose names, types or observations hold
             # that word. Common trigrams ("-1" in every tag, "ent" in every "entity-N" name)
             # make the trigram index walk long lists.
-            params["name_word"] = f"({{name entity_type}} : ({term_query(word)})){within}"
-            entities = (
-                "entities AS e WHERE e.id IN (SELECT rowid FROM entity_words WHERE entity_words MATCH :name_word) AND"
-            )
-            params["word"] = f"(observations : ({term_query(word)})){within}"
-            observations = (
-                f"observations AS o{join_entity} WHERE o.entity_id IN"
-                " (SELECT rowid FROM entity_words WHERE entity_words MATCH :word) AND"
-            )
+            params["name_word"] = word_index.query(f"{{name entity_type}} : ({term_query(word)})")
+            holding = f"SELECT rowid FROM {word_index.table} WHERE {word_index.table} MATCH"
+            entities = f"entities AS e WHERE e.id IN ({holding} :name_word) AND"
+            params["word"] = word_index.query(f"observations : ({term_query(word)})")
+            observations = f"observations AS o{join_entity} WHERE o.entity_id IN ({holding} :word) AND"
         queries.append(
             _OfficialQuery(f"SELECT e.id, e.id FROM {entities} {names_match}{of_type} ORDER BY e.id DESC", params, True)
         )
@@ -326,8 +324,15 @@ class _Search(_Reads):
             else:
                 rows = self._entity_count(None)
             words = None
+        word_index = self._word_index()
+        if self._writing:
+            if word_index.table != WORDS.table:
+                # A project's own index holds what the scope sees.
+                (rows,) = self._conn.execute(
+                    f"SELECT count(*) FROM entities WHERE {visible(self._scope, 'project')}"
+                ).fetchone()
         else:
-            rows, words = sqlite_ranking.index_size(self._conn, "entity_words")
+            rows, words = sqlite_ranking.index_size(self._conn, word_index.table)
             (version,) = self._conn.execute("PRAGMA data_version").fetchone()
             self._term_counts.valid_for((version, rows))
         end = None if search.limit is None else search.offset + search.limit
@@ -335,17 +340,19 @@ class _Search(_Reads):
         named_end = end if search.named_at_most is None else search.offset + search.named_at_most
         if end is not None and named_end is not None:
             named_end = min(end, named_end)
-        newest, complete = self._official_ids(search, RANKED_AT_MOST)
+        newest, complete = self._official_ids(search, RANKED_AT_MOST, word_index)
         if not complete:
             return self._newest_official(search, end, named_end, newest)
         official = set(newest)
-        terms, counts = self._informative_terms(search.terms, rows)
+        terms, counts = self._informative_terms(search.terms, rows, word_index)
         query = _fts_query(terms)
         # Words found everywhere ("#0-1" is "0" and "1", in every entity's tag) cannot tell
         # entities apart: they neither order the whole-query matches nor add to them.
-        everywhere = bool(official) and bool(counts) and self._only_everywhere(terms, counts, rows)
+        everywhere = bool(official) and bool(counts) and self._only_everywhere(terms, counts, rows, word_index)
         rank_by = None if everywhere else query
-        ranked = [(i, True, score) for i, score in self._rank_official(search, rank_by, official, named_end)]
+        ranked = [
+            (i, True, score) for i, score in self._rank_official(search, rank_by, official, named_end, word_index)
+        ]
         wanted = 0 if everywhere else search.max_word_matches if end is None else end - len(official)
         best: list[tuple[int, float]] = []
         if query and wanted > 0:
@@ -367,9 +374,9 @@ class _Search(_Reads):
                     wanted,
                     official,
                     search.entity_type,
-                    within_words(self._scope),
+                    word_index,
                 )
-            best = pruned if pruned is not None else self._best_words(search, query, official, wanted)
+            best = pruned if pruned is not None else self._best_words(search, query, official, wanted, word_index)
         length = len(official) + len(best)
         if len(ranked) == len(official):
             ranked += [(i, False, score) for i, score in best]
@@ -414,7 +421,7 @@ class _Search(_Reads):
         return SearchResult(hits, max(0, len(ids) - search.offset), more=more)
 
     def _rank_official(
-        self, search: WordSearch, query: str | None, official: set[int], upto: int | None
+        self, search: WordSearch, query: str | None, official: set[int], upto: int | None, word_index: WordIndex
     ) -> list[tuple[int, float]]:
         """The official matches best first (by score, then creation), the first `upto` of them.
 
@@ -422,43 +429,50 @@ class _Search(_Reads):
         so the thousands past the cut are neither sorted nor named in Python.
         """
         if upto is not None and upto < len(official) and query:
+            table = word_index.table
             top = self._conn.execute(
-                "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?, 0) AS score FROM entity_words"
-                " WHERE entity_words MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+                f"SELECT rowid, -bm25({table}, ?, ?, ?, ?, 0) AS score FROM {table}"
+                f" WHERE {table} MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
                 " ORDER BY score DESC, rowid LIMIT ?",
-                (*search.weights, f"({query}){within_words(self._scope)}", json.dumps(sorted(official)), upto),
+                (*search.weights, word_index.query(query), json.dumps(sorted(official)), upto),
             ).fetchall()
             if len(top) == upto:
                 return top
             # Every scored match is in `top`: the unscored ones follow in creation order.
             seen = {entity_id for entity_id, _ in top}
             return top + [(i, 0.0) for i in sorted(official - seen)[: upto - len(top)]]
-        scores = self._scores(search, query, official) if query and official else {}
+        scores = self._scores(search, query, official, word_index) if query and official else {}
         ordered = sorted(official, key=lambda i: (-scores.get(i, 0.0), i))
         return [(i, scores.get(i, 0.0)) for i in ordered[:upto]]
 
-    def _only_everywhere(self, terms: Sequence[Term], counts: Sequence[int], rows: int) -> bool:
+    def _only_everywhere(self, terms: Sequence[Term], counts: Sequence[int], rows: int, word_index: WordIndex) -> bool:
         """Whether every term is `is_everywhere`; counted further only when all are common."""
         if not all(is_common(count, rows) for count in counts):
             return False
         at_least = everywhere_count(rows)
-        return all(is_everywhere(self._count_term(term, at_least), rows) for term in terms)
+        return all(is_everywhere(self._count_term(term, at_least, word_index), rows) for term in terms)
 
-    def _informative_terms(self, terms: Sequence[Term], rows: int) -> tuple[list[Term], list[int]]:
+    def _informative_terms(
+        self, terms: Sequence[Term], rows: int, word_index: WordIndex
+    ) -> tuple[list[Term], list[int]]:
         """The terms a query is ranked by (`words.informative`: none found nowhere, none
         found in half of the rows or more unless all found are), and how many rows each
         matches (counting stops at half: past that a term is common)."""
-        counts = [self._count_term(term, (rows + 1) // 2) for term in terms]
+        counts = [self._count_term(term, (rows + 1) // 2, word_index) for term in terms]
         kept = informative(counts, rows)
         return [terms[index] for index in kept], [counts[index] for index in kept]
 
-    def _count_term(self, term: Term, at_most: int, within: str = "") -> int:
+    def _count_term(self, term: Term, at_most: int, word_index: WordIndex) -> int:
         if self._writing:
             # Counts remembered before this write may be stale now.
-            return sqlite_ranking.count_term(self._conn, term, at_most, within)
-        return self._term_counts.count(self._conn, term, at_most, within)
+            return sqlite_ranking.count_term(self._conn, term, at_most, word_index)
+        return self._term_counts.count(self._conn, term, at_most, word_index)
 
-    def _selective_word(self, word: Term) -> bool:
+    def _word_index(self) -> WordIndex:
+        """The word index a search in the transaction's scope reads (project_words.py)."""
+        return word_index_of(self._conn, self._scope)
+
+    def _selective_word(self, word_index: WordIndex, word: Term) -> bool:
         """Whether at most `_WORD_CANDIDATES` entities the scope sees hold `word` (counted once per index state).
 
         Never while some entity's word document is out of date (a reader that could not
@@ -466,16 +480,21 @@ class _Search(_Reads):
         """
         if has_stale_words(self._conn):
             return False
-        # Counted in the scope's projects: their candidates are what the query reads.
-        return self._count_term(word, _WORD_CANDIDATES + 1, within_words(self._scope)) <= _WORD_CANDIDATES
+        return self._count_term(word, _WORD_CANDIDATES + 1, word_index) <= _WORD_CANDIDATES
 
-    def _official_ids(self, search: WordSearch, cap: int) -> tuple[list[int], bool]:
+    def _official_ids(self, search: WordSearch, cap: int, word_index: WordIndex) -> tuple[list[int], bool]:
         """Ids of the entities containing a needle, newest first (see `_newest_official`),
         and whether that is all of them: it stops past `cap`."""
-        found = self._walk_official(search, cap + 1)
+        found = self._walk_official(search, cap + 1, (), word_index)
         return found, len(found) <= cap
 
-    def _walk_official(self, search: WordSearch, reach: int | None, start: Sequence[int] = ()) -> list[int]:
+    def _walk_official(
+        self,
+        search: WordSearch,
+        reach: int | None,
+        start: Sequence[int] = (),
+        word_index: WordIndex | None = None,
+    ) -> list[int]:
         """The first `reach` (or all) ids of the entities containing a needle, newest first.
 
         `start`: the beginning of that order, when known. An entity with several matching
@@ -483,13 +502,14 @@ class _Search(_Reads):
         third of what a DISTINCT does in SQLite (a temporary b-tree of every id).
         """
         found = dict.fromkeys(start)
+        word_index = word_index or self._word_index()
         queries = _official_queries(
             search,
-            self._selective_word,
+            partial(self._selective_word, word_index),
             partial(narrow_query, self._conn, self._trigram_samples),
             and_visible(self._scope, "e.project"),
             self._scoped_text(),
-            within_words(self._scope),
+            word_index,
         )
         for official in _newest_first(queries):
             if reach is not None and len(found) >= reach:
@@ -524,34 +544,34 @@ class _Search(_Reads):
             shared = None if count == 0 else "scan" if count <= _SHARED_SCAN else "walk"
         return _ScopedText(marks, shared)
 
-    def _scores(self, search: WordSearch, query: str, ids: set[int]) -> dict[int, float]:
+    def _scores(self, search: WordSearch, query: str, ids: set[int], word_index: WordIndex) -> dict[int, float]:
         # "+rowid" keeps SQLite from running the FTS query once per id: one pass over
         # the query's matches, and bm25() only for the rows asked about.
+        table = word_index.table
         rows = self._conn.execute(
-            "SELECT rowid, -bm25(entity_words, ?, ?, ?, ?, 0) FROM entity_words"
-            " WHERE entity_words MATCH ? AND +rowid IN (SELECT value FROM json_each(?))",
-            # Within the scope's projects too: FTS5 then reads only their rows of the query's words.
-            (*search.weights, f"({query}){within_words(self._scope)}", json.dumps(sorted(ids))),
+            f"SELECT rowid, -bm25({table}, ?, ?, ?, ?, 0) FROM {table}"
+            f" WHERE {table} MATCH ? AND +rowid IN (SELECT value FROM json_each(?))",
+            (*search.weights, word_index.query(query), json.dumps(sorted(ids))),
         )
         return dict(rows.fetchall())
 
-    def _word_matches_sql(self, search: WordSearch) -> tuple[str, list[Any]]:
-        sql = "SELECT entity_words.rowid, -bm25(entity_words, ?, ?, ?, ?, 0) AS score FROM entity_words"
+    def _best_words(
+        self, search: WordSearch, query: str, exclude: set[int], limit: int, word_index: WordIndex
+    ) -> list[tuple[int, float]]:
+        """The best `limit` word matches outside `exclude`, SQLite ranking and cutting them."""
+        table = word_index.table
+        sql = f"SELECT {table}.rowid, -bm25({table}, ?, ?, ?, ?, 0) AS score FROM {table}"
         params: list[Any] = [*search.weights]
         if search.entity_type is not None:
-            sql += " JOIN entities AS e ON e.id = entity_words.rowid AND e.entity_type = ?"
+            sql += f" JOIN entities AS e ON e.id = {table}.rowid AND e.entity_type = ?"
             params.append(search.entity_type)
-        return sql + " WHERE entity_words MATCH ?", params
-
-    def _best_words(self, search: WordSearch, query: str, exclude: set[int], limit: int) -> list[tuple[int, float]]:
-        """The best `limit` word matches outside `exclude`, SQLite ranking and cutting them."""
-        sql, params = self._word_matches_sql(search)
         sql += (
-            " AND entity_words.rowid NOT IN (SELECT value FROM json_each(?))"
-            " ORDER BY score DESC, entity_words.rowid LIMIT ?"
+            f" WHERE {table} MATCH ? AND {table}.rowid NOT IN (SELECT value FROM json_each(?))"
+            f" ORDER BY score DESC, {table}.rowid LIMIT ?"
         )
-        scoped = f"({query}){within_words(self._scope)}"
-        return self._conn.execute(sql, (*params, scoped, json.dumps(sorted(exclude)), limit)).fetchall()
+        return self._conn.execute(
+            sql, (*params, word_index.query(query), json.dumps(sorted(exclude)), limit)
+        ).fetchall()
 
     def _refresh_word_index(self) -> None:
         """Rebuild the word-index documents of the entities the triggers marked as changed."""

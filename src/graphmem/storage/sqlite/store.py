@@ -32,6 +32,7 @@ from graphmem.storage.sqlite import ranking as sqlite_ranking
 from graphmem.storage.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer, merge_step
 from graphmem.storage.sqlite.damage import check_for_damage as check_for_damage_in
 from graphmem.storage.sqlite.pending import TEXT_LIMIT, WORDS_LIMIT, has_stale_words, index_pending, more_pending_than
+from graphmem.storage.sqlite.project_words import scope_word_tables
 from graphmem.storage.sqlite.schema import (
     SCHEMA_VERSION,
     _connect_read_only,
@@ -467,7 +468,8 @@ class SQLiteStore(_Writes, _Search, _Vectors):
             self.index_pending_texts()
             # Merge each full-text index's segments, rewrite the file without free pages,
             # then empty the write-ahead log into it.
-            for table in ("entity_words", "entity_text", "observation_text"):
+            own = scope_word_tables(self._conn)
+            for table in ("entity_words", "entity_text", "observation_text", *own):
                 self._conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
             self._conn.execute("VACUUM")
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

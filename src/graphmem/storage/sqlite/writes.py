@@ -8,6 +8,7 @@ from typing import Any
 
 from graphmem.core.models import Entity, Relation
 from graphmem.storage.base import ProjectCounts
+from graphmem.storage.sqlite.project_words import drop_project_words
 from graphmem.storage.sqlite.reads import _Reads
 from graphmem.storage.sqlite.scoping import and_visible, visible
 from graphmem.storage.sqlite.text import (
@@ -277,4 +278,6 @@ class _Writes(_Reads):
             "DELETE FROM observations WHERE entity_id IN (SELECT id FROM entities WHERE project = ?)", (project,)
         )
         entities = self._conn.execute("DELETE FROM entities WHERE project = ?", (project,)).rowcount
+        # Its trigram mark and its own word index go too, once no text of it is left to unmark.
+        drop_project_words(self._conn, project)
         return entities, relations

@@ -57,6 +57,10 @@ WHERE e.project <> '' AND NOT EXISTS (SELECT 1 FROM observation_text_pending AS 
 INSERT OR IGNORE INTO observation_text_pending (id)
 SELECT o.id FROM entities AS e JOIN observations AS o ON o.entity_id = e.id WHERE e.project <> '';
 
+-- Each project's own word index (storage/sqlite/project_words.py) is made when its entities'
+-- documents are next rebuilt: the store rebuilds the stale ones once the migration is done.
+INSERT OR IGNORE INTO entity_words_stale (entity_id) SELECT id FROM entities WHERE project <> '';
+
 -- Migration 0015's triggers, each text with its mark.
 DROP TRIGGER IF EXISTS entities_ad;
 CREATE TRIGGER entities_ad AFTER DELETE ON entities BEGIN

@@ -1,8 +1,11 @@
-"""The trigram indexes' project marks (migration 18): each project's texts indexed after its own
-mark, the shared space's without, and the indexes exact through every kind of change."""
+"""What makes a search in one project read what the project holds (migration 18): the trigram
+indexes hold each project's texts after a mark of its own (the shared space's without), and
+each project has a word index of its own (storage/sqlite/project_words.py); every one of
+them exact through every kind of change."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -73,6 +76,34 @@ def _assert_indexes_exact(path: Path) -> None:
         conn.close()
 
 
+_DOCUMENT = "rowid, name, aliases, entity_type, observations, project"
+
+
+def _assert_word_indexes_exact(store: SQLiteStore, path: Path) -> None:
+    """Each scope's word index holds exactly the memory's documents of the entities the scope
+    sees, one per project there is and one for the shared space once there is a project."""
+    with store.read():
+        pass  # a read brings the word indexes up to date
+    conn = sqlite3.connect(path)
+    try:
+        projects = dict(conn.execute("SELECT id, project FROM project_marks"))
+        project_of = dict(conn.execute("SELECT id, project FROM entities"))
+        documents = {row[0]: row for row in conn.execute(f"SELECT {_DOCUMENT} FROM entity_words")}
+        tables = {
+            name
+            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if re.fullmatch(r"entity_words_(p\d+|shared)", name)
+        }
+        assert tables == {f"entity_words_p{i}" for i in projects} | ({"entity_words_shared"} if projects else set())
+        for table in tables:
+            project = "" if table == "entity_words_shared" else projects[int(table.removeprefix("entity_words_p"))]
+            held = {row[0]: row for row in conn.execute(f"SELECT {_DOCUMENT} FROM {table}")}
+            assert held == {i: row for i, row in documents.items() if project_of[i] in ("", project)}, table
+            conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
+    finally:
+        conn.close()
+
+
 def _official(store: SQLiteStore, scope: Scope, needle: str) -> list[str]:
     with store.read(scope):
         return sorted(hit.name for hit in store.search_entities(word_search([needle], limit=None)).hits if hit.official)
@@ -83,7 +114,12 @@ def _fill(store: SQLiteStore) -> None:
         with store.write(Scope(project)):
             store.insert_entities(
                 [
-                    Entity(f"{project or 'shared'}-{i}", "thing", (f"likes tea #{i}", f"in {project or 'shared'}"), project=project)
+                    Entity(
+                        f"{project or 'shared'}-{i}",
+                        "thing",
+                        (f"likes tea #{i}", f"in {project or 'shared'}"),
+                        project=project,
+                    )
                     for i in range(5)
                 ]
             )
@@ -101,6 +137,7 @@ def test_each_project_has_its_own_mark_and_the_shared_space_none(tmp_path: Path)
         # One trigram, of characters no text typed by a person holds.
         assert len(mark) == 3 and all(0xE000 <= ord(character) <= 0xF8FF for character in mark)
     _assert_indexes_exact(tmp_path / "memory.db")
+    _assert_word_indexes_exact(store, tmp_path / "memory.db")
     assert _official(store, Scope("alpha"), "likes tea #3") == ["alpha-3", "shared-3"]
     assert _official(store, Scope("beta"), "in beta") == [f"beta-{i}" for i in range(5)]
     assert _official(store, EVERY, "likes tea #3") == ["alpha-3", "beta-3", "shared-3"]
@@ -141,6 +178,7 @@ def test_every_change_leaves_the_trigram_indexes_exact(tmp_path: Path, indexed_f
     assert _official(store, Scope("beta"), "tea #4") == ["beta-4", "shared-4"]  # moved to the shared space
     store.index_pending_texts()
     _assert_indexes_exact(path)
+    _assert_word_indexes_exact(store, path)
     assert _official(store, Scope("gamma"), "in alpha") == ["alpha-2"]
     assert _official(store, Scope("beta"), "tea #4") == ["beta-4", "shared-4"]
     assert _official(store, Scope("alpha"), "likes tea") == expected
@@ -191,6 +229,7 @@ def test_a_memory_with_projects_from_before_the_marks_is_indexed_again_with_them
     assert _official(store, Scope("alpha"), "likes tea") == ["Ada", "Bob"]
     store.index_pending_texts()
     _assert_indexes_exact(path)
+    _assert_word_indexes_exact(store, path)
     assert _official(store, Scope("alpha"), "likes tea") == ["Ada", "Bob"]
     assert _official(store, Scope("beta"), "cy") == ["Cy"]
     store.close()
@@ -219,4 +258,24 @@ def test_a_search_in_a_project_finds_its_own_texts_and_the_shared_space_s_newest
             found = graph.search_nodes("green tea", limit=None, mode="lexical")
         names = [entity.name for entity in found.entities]
         assert sorted(names) == sorted(expected)
+    store.close()
+
+
+def test_a_deleted_project_takes_its_word_index_and_the_last_one_the_shared_space_s(tmp_path: Path):
+    path = tmp_path / "memory.db"
+    store = _quiet_store(path)
+    _fill(store)
+    _assert_word_indexes_exact(store, path)
+    with store.write(EVERY):
+        store.delete_project("alpha")
+    _assert_word_indexes_exact(store, path)
+    with store.write(EVERY):
+        store.delete_project("beta")
+    _assert_word_indexes_exact(store, path)  # no project left: the memory's index alone
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM project_marks").fetchone() == (0,)
+    with store.write(Scope("alpha")):
+        store.insert_entities([Entity("Back", "thing", ("likes tea again",), project="alpha")])
+    _assert_word_indexes_exact(store, path)
+    assert _official(store, Scope("alpha"), "tea again") == ["Back"]
     store.close()

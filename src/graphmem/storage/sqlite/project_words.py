@@ -84,9 +84,11 @@ def refresh_project_words(conn: sqlite3.Connection, listed: str) -> None:
         if project is None:
             continue  # a project deleted since: its index goes with drop_project_words
         conn.execute(
+            # CROSS JOIN: from the listed ids, never a scan of the whole memory's index.
             f"INSERT INTO {table} (rowid, {_COLUMNS}) SELECT w.rowid, {_W_COLUMNS}"
-            " FROM entity_words AS w JOIN entities AS e ON e.id = w.rowid"
-            f" WHERE w.rowid IN (SELECT value FROM json_each(?)) AND e.project IN ('', {quoted(project)})",
+            " FROM json_each(?) AS listed CROSS JOIN entities AS e ON e.id = listed.value"
+            " CROSS JOIN entity_words AS w ON w.rowid = e.id"
+            f" WHERE e.project IN ('', {quoted(project)})",
             (listed,),
         )
 

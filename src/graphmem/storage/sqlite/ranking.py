@@ -28,8 +28,9 @@ import heapq
 import itertools
 import json
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from graphmem.storage.sqlite.scoping import WORDS, WordIndex
 from graphmem.storage.words import (
@@ -61,6 +62,8 @@ _MAX_SET_QUERIES = 6
 # FTS5 keeps the table's row count and each column's total number of words in the
 # "averages" record: row 1 of its %_data table, SQLite varints one after the other.
 _AVERAGES_ROWID = 1
+
+T = TypeVar("T")
 
 
 def fts_phrase(text: str) -> str:
@@ -118,17 +121,31 @@ class TermCounts:
 
     def __init__(self) -> None:
         self._counts: dict[tuple[Term, int, WordIndex], int] = {}
-        self._version: tuple[int, int] | None = None
+        self._facts: dict[Hashable, object] = {}
+        self._version: int | None = None
 
-    def valid_for(self, version: tuple[int, int]) -> None:
-        """Start answering for the index as of `version`, forgetting counts of any other."""
+    def valid_for(self, version: int) -> None:
+        """Start answering for the memory as of `version` (SQLite's `data_version`), forgetting
+        what was remembered of any other."""
         if version != self._version:
             self._counts.clear()
+            self._facts.clear()
             self._version = version
+
+    def fact(self, key: Hashable, find: Callable[[], T]) -> T:
+        """`find()`, remembered under `key` while the memory is unchanged: what a search finds
+        out about its scope before it searches (its word index, its projects' marks)."""
+        if key in self._facts:
+            return cast(T, self._facts[key])
+        found = find()
+        if self._version is not None:
+            self._facts[key] = found
+        return found
 
     def forget(self) -> None:
         """Forget every count: the index changed."""
         self._counts.clear()
+        self._facts.clear()
         self._version = None
 
     def count(self, conn: sqlite3.Connection, term: Term, at_most: int, word_index: WordIndex = WORDS) -> int:

@@ -141,10 +141,9 @@ def _official_queries(
                 shared_names, shared_observations = _shared_queries(scoped.shared, names_match, of_type)
                 entities_beside += shared_names
                 observations_beside += shared_observations
-            params["shared_name_phrase"], params["shared_phrase"] = (
-                narrow("entity_text", needle),
-                narrow("observation_text", needle),
-            )
+            if scoped is not None and scoped.shared == "walk":
+                params["shared_name_phrase"] = narrow("entity_text", needle)
+                params["shared_phrase"] = narrow("observation_text", needle)
             params["name_phrase"], params["phrase"] = name_phrase, phrase
             no_rows = "SELECT NULL, NULL WHERE 0"
             queries.append(
@@ -324,17 +323,16 @@ class _Search(_Reads):
             else:
                 rows = self._entity_count(None)
             words = None
-        word_index = self._word_index()
-        if self._writing:
-            if word_index.table != WORDS.table:
-                # A project's own index holds what the scope sees.
-                (rows,) = self._conn.execute(
-                    f"SELECT count(*) FROM entities WHERE {visible(self._scope, 'project')}"
-                ).fetchone()
         else:
-            rows, words = sqlite_ranking.index_size(self._conn, word_index.table)
             (version,) = self._conn.execute("PRAGMA data_version").fetchone()
-            self._term_counts.valid_for((version, rows))
+            self._term_counts.valid_for(version)
+        word_index = self._word_index()
+        if not self._writing:
+            rows, words = sqlite_ranking.index_size(self._conn, word_index.table)
+        elif word_index.table != WORDS.table:
+            # A scope's own index holds what the scope sees.
+            seen = visible(self._scope, "project")
+            (rows,) = self._conn.execute(f"SELECT count(*) FROM entities WHERE {seen}").fetchone()
         end = None if search.limit is None else search.offset + search.limit
         # The order is known to here; past it, only its length is (see named_at_most).
         named_end = end if search.named_at_most is None else search.offset + search.named_at_most
@@ -470,7 +468,8 @@ class _Search(_Reads):
 
     def _word_index(self) -> WordIndex:
         """The word index a search in the transaction's scope reads (project_words.py)."""
-        return word_index_of(self._conn, self._scope)
+        find = partial(word_index_of, self._conn, self._scope)
+        return find() if self._writing else self._term_counts.fact(("word index", self._scope), find)
 
     def _selective_word(self, word_index: WordIndex, word: Term) -> bool:
         """Whether at most `_WORD_CANDIDATES` entities the scope sees hold `word` (counted once per index state).
@@ -533,9 +532,14 @@ class _Search(_Reads):
 
     def _scoped_text(self) -> _ScopedText | None:
         """How the official match keeps to the scope (`_ScopedText`); None for every project."""
-        marks = marks_of(self._conn, self._scope)
-        if marks is None:
+        if self._scope.every:
             return None
+        if self._writing:
+            return self._find_scoped_text()
+        return self._term_counts.fact(("scoped text", self._scope), self._find_scoped_text)
+
+    def _find_scoped_text(self) -> _ScopedText:
+        marks = marks_of(self._conn, self._scope) or []
         shared = None
         if SHARED in self._scope.visible:
             (count,) = self._conn.execute(

@@ -83,6 +83,20 @@ class _Sample:
             hashes = hashes * self._np.uint64(_MULTIPLIER) + codes[at : len(codes) - length + 1 + at]
         return hashes
 
+    def counts_of_pieces(self, text: str, length: int) -> list[int]:
+        """About how many times each piece of `length` characters of `text` is found in the
+        sample, in the order the pieces start: one pass for all of them."""
+        np = self._np
+        if length not in self._counts:
+            keys, counts = np.unique(self._hashes(self._codes, length), return_counts=True)
+            self._counts[length] = (keys, counts)
+        keys, counts = self._counts[length]
+        if not len(keys):
+            return [0] * max(0, len(text) - length + 1)
+        wanted = self._hashes(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64), length)
+        at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+        return [int(count) if found else 0 for count, found in zip(counts[at], keys[at] == wanted, strict=True)]
+
     def count(self, piece: str) -> int:
         """About how many times `piece` (3 to `_LONGEST` characters) is found in the sample."""
         np = self._np
@@ -145,8 +159,14 @@ def narrow_query(conn: sqlite3.Connection, samples: TrigramSamples, table: str, 
     if sample is None:
         return exact
 
+    # Every trigram's count in one pass, longer pieces as they are asked about.
+    known = {needle[at : at + _TRIGRAM]: count for at, count in enumerate(sample.counts_of_pieces(needle, _TRIGRAM))}
+
     def rows(piece: str) -> float:
-        return (sample.count(piece) or _UNSEEN) * sample.scale
+        count = known.get(piece)
+        if count is None:
+            count = known[piece] = sample.count(piece)
+        return (count or _UNSEEN) * sample.scale
 
     def cost(start: int, end: int) -> float:
         trigrams = (needle[at : at + _TRIGRAM] for at in range(start, end - _TRIGRAM + 1))

@@ -81,7 +81,8 @@ class _Search(_Writes):
         return self._count_term(word, official.WORD_CANDIDATES + 1) <= official.WORD_CANDIDATES
 
     def _count_term(self, term: Term, at_most: int) -> int:
-        """How many entities hold the term (up to `at_most`), remembered while no write commits.
+        """How many entities the scope sees hold the term (up to `at_most`), remembered while no
+        write commits.
 
         Counting a word found in half the memory reads thousands of index entries; queries
         repeat their common words ("what", "project"). As SQLite's `TermCounts`.

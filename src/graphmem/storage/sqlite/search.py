@@ -138,12 +138,13 @@ def _official_queries(
                     phrase = f"{phrase}{within_marks(scoped.marks)}"
                 else:
                     name_phrase = phrase = None
+                # The shared space's texts, which have no mark, beside them.
                 shared_names, shared_observations = _shared_queries(scoped.shared, names_match, of_type)
                 entities_beside += shared_names
                 observations_beside += shared_observations
-            if scoped is not None and scoped.shared == "walk":
-                params["shared_name_phrase"] = narrow("entity_text", needle)
-                params["shared_phrase"] = narrow("observation_text", needle)
+                if scoped.shared == "walk":
+                    params["shared_name_phrase"] = narrow("entity_text", needle)
+                    params["shared_phrase"] = narrow("observation_text", needle)
             params["name_phrase"], params["phrase"] = name_phrase, phrase
             no_rows = "SELECT NULL, NULL WHERE 0"
             queries.append(

@@ -61,8 +61,9 @@ def _assert_indexes_exact(path: Path) -> None:
                 f"CREATE VIRTUAL TABLE temp.expected USING fts5 ({', '.join(columns)},"
                 " tokenize = 'trigram case_sensitive 1')"
             )
+            places = ", ".join("?" * (len(columns) + 1))
             conn.executemany(
-                f"INSERT INTO temp.expected (rowid, {', '.join(columns)}) VALUES ({', '.join('?' * (len(columns) + 1))})",
+                f"INSERT INTO temp.expected (rowid, {', '.join(columns)}) VALUES ({places})",
                 _expected_documents(conn, table),
             )
             conn.execute(f"CREATE VIRTUAL TABLE temp.held USING fts5vocab (main, {table}, instance)")

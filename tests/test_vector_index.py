@@ -101,7 +101,7 @@ def memory(path: Path, model: Embedder) -> Iterator[KnowledgeGraph]:
 
 
 def _store(graph: KnowledgeGraph) -> SQLiteStore:
-    assert isinstance(graph.store, SQLiteStore)
+    assert isinstance(graph.store.inner, SQLiteStore)
     return graph.store
 
 

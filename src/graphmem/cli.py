@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, TypeVar, cast
 
 import click
 
@@ -29,11 +29,14 @@ from graphmem.config import (
     malloc_arenas_chosen_by_user,
 )
 from graphmem.core.errors import GraphmemError, ImportFormatError, InvalidInputError, SchemaVersionError
-from graphmem.core.projects import EVERY, Scope
+from graphmem.core.projects import EVERY, Scope, project_name
+from graphmem.domain.change_log import RecordingStore
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.history import DEFAULT_CHANGES, ChangeQuery, describe, list_changes
 from graphmem.domain.meaning import EMBED_BATCH
 from graphmem.embedding import load_embedder
 from graphmem.storage import open_checked_store, open_store
+from graphmem.storage.base import Store
 from graphmem.transfer import (
     EXPORT_FORMATS,
     ExportFormat,
@@ -788,7 +791,12 @@ def import_(
     # Lines without a project go to the one graphmem runs in (--project), else to the shared space.
     scope = EVERY if settings.project is None else Scope(settings.project.id)
     try:
-        with closing, graph.working_in(scope), _progress_bar(progress, size, LARGE_FILE_BYTES, "Importing") as advance:
+        with (
+            closing,
+            graph.working_in(scope),
+            graph.through("import"),
+            _progress_bar(progress, size, LARGE_FILE_BYTES, "Importing") as advance,
+        ):
             report = import_stream(
                 graph,
                 stream,
@@ -1056,7 +1064,9 @@ def migrate_(ctx: click.Context, source: str, target: str, progress: bool | None
         try:
             started = time.perf_counter()
             with _progress_bar(progress, counts.entities + counts.relations, LARGE_GRAPH_RECORDS, "Migrating") as bar:
-                report = migrate(reading.store, writing, progress=bar)
+                # Logged as one change a batch, made through `migrate` (domain/change_log.py).
+                logged = cast(Store, RecordingStore(writing, lambda: (None, "migrate")))
+                report = migrate(reading.store, logged, progress=bar)
             seconds = time.perf_counter() - started
         except GraphmemError as error:
             raise click.ClickException(str(error)) from error
@@ -1134,7 +1144,7 @@ def project_move(
     graph = _open_graph(_settings(ctx, memory_file, strict))
     try:
         scope = graph.scope if source is None else projects.scope_named(graph, source)
-        with graph.working_in(scope):
+        with graph.working_in(scope), graph.through("project move"):
             target = projects.target_named(graph, to)
             moved = projects.move(graph, list(names), target)
     except GraphmemError as error:
@@ -1171,7 +1181,8 @@ def project_delete(ctx: click.Context, name: str, yes: bool, memory_file: str | 
                 f"{held.observations} facts and {held.relations} relations?",
                 abort=True,
             )
-        entities, relations = projects.delete_project(graph, scope.project)
+        with graph.through("project delete"):
+            entities, relations = projects.delete_project(graph, scope.project)
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
     finally:
@@ -1220,3 +1231,54 @@ def view(
 def main() -> None:
     """Entry point of the `graphmem` console script."""
     cli()
+
+
+@cli.command(name="history")
+@memory_options
+@project_options
+@click.option("--since", help="Changes at or after this time (ISO 8601: 2026-11-28, 2026-11-28T14:30Z).")
+@click.option("--until", help="Changes before this time.")
+@click.option("--author", help='Changes made with this token (its name); "" for local ones.')
+@click.option("--tool", help="Changes made through this tool or command (add_observations, import, explorer, ...).")
+@click.option("--entity", help="Changes that named this entity.")
+@click.option("--before", type=int, help="Changes numbered below this one: the next page.")
+@click.option("--limit", type=int, default=DEFAULT_CHANGES, show_default=True, help="Changes to show at most.")
+@click.pass_context
+def history_(
+    ctx: click.Context,
+    memory_file: str | None,
+    strict: bool | None,
+    project: str | None,
+    workspace: str | None,
+    since: str | None,
+    until: str | None,
+    author: str | None,
+    tool: str | None,
+    entity: str | None,
+    before: int | None,
+    limit: int,
+) -> None:
+    """Show the change log, newest first: what was written, when, by whom and through what.
+
+    With --project, the changes that named the project's entities or the shared space's.
+    """
+    settings = _settings(ctx, memory_file, strict, project=project, workspace=workspace)
+    graph = _open_for_reading(settings)
+    scope = EVERY if settings.project is None else Scope(settings.project.id)
+    try:
+        with graph.working_in(scope):
+            page = list_changes(graph, ChangeQuery(since, until, author, tool, entity, before, limit))
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        graph.store.close()
+    if not page.changes:
+        click.echo("No change matches." if any((since, until, author, tool, entity, before)) else "No change recorded.")
+        return
+    for change in page.changes:
+        where = "" if change.project is None else f"  in {project_name(change.project)}"
+        click.echo(f"#{change.seq}  {change.at}  {change.author or 'local'}  via {change.via}{where}")
+        for line in describe(change):
+            click.echo(f"    {line}")
+    if page.more:
+        click.echo(f"Older changes: --before {page.changes[-1].seq}")

@@ -352,7 +352,12 @@ def test_writes_replace_the_file_and_leave_no_temp_files(tmp_path: Path):
     inode = path.stat().st_ino
     graph.create_entities([Entity("B", "t")])
     assert path.stat().st_ino != inode
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.jsonl", "memory.jsonl.lock"]
+    # The memory, its lock and its change log: no temporary file left.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "memory.jsonl",
+        "memory.jsonl.changes.jsonl",
+        "memory.jsonl.lock",
+    ]
     _close(graph)
 
 
@@ -424,7 +429,7 @@ def test_many_deletions_compact_the_memory_and_keep_everything_consistent(tmp_pa
         [Entity(f"e{i}", "t", (f"o{i}",)) for i in range(3000)],
         [Relation(f"e{i}", f"e{i + 1}", "next") for i in range(2999)],
     )
-    store = graph.store
+    store = graph.store.inner
     assert isinstance(store, JsonlStore)
     with store.write():
         assert store.delete_entities([f"e{i}" for i in range(2500)]) == 2500

@@ -15,16 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import cast
 
 from graphmem.core.limits import Limits
 from graphmem.core.projects import EVERY, Scope
+from graphmem.domain.change_log import RecordingStore
 from graphmem.domain.fusion import Fusion
 from graphmem.domain.meaning import EMBED_BATCH, Meaning, TextEmbedder
 from graphmem.domain.searching import RankedNames, Searches
 from graphmem.domain.writing import CreatedEntities, CreatedRelations, Writes
 from graphmem.storage.base import Store
 
-__all__ = ["CreatedEntities", "CreatedRelations", "KnowledgeGraph", "RankedNames"]
+__all__ = ["LIBRARY", "CreatedEntities", "CreatedRelations", "KnowledgeGraph", "RankedNames"]
+
+LIBRARY = "graphmem"
+"""What a change is made through when no tool or command says (graphmem used as a library)."""
 
 
 class KnowledgeGraph(Writes, Searches):
@@ -51,10 +56,13 @@ class KnowledgeGraph(Writes, Searches):
         load_embedder: Callable[[], TextEmbedder] | None = None,
         fusion: Fusion | None = None,
     ) -> None:
-        self.store = store
+        # Every write goes through the recorder, which logs it (change_log.py).
+        self.store: Store = cast(Store, RecordingStore(store, lambda: (self.author, self.via)))
         self.strict = strict
         self.author: str | None = None
         """Who the calls made now are made by (`authored_by`); None: nobody named."""
+        self.via = LIBRARY
+        """What the calls made now are made through (`through`): a tool's name or a command."""
         self.scope: Scope = EVERY
         """What the calls made now see and where they create (`working_in`; graphmem.core.projects)."""
         self.reach: tuple[str, ...] | None = None
@@ -79,6 +87,16 @@ class KnowledgeGraph(Writes, Searches):
             yield
         finally:
             self.author = previous
+
+    @contextmanager
+    def through(self, via: str) -> Iterator[None]:
+        """Record `via` (a tool's name, `explorer`, `import`, ...) as what the block's changes
+        were made through, in the change log. Entered as `authored_by` is."""
+        previous, self.via = self.via, via
+        try:
+            yield
+        finally:
+            self.via = previous
 
     @contextmanager
     def working_in(self, scope: Scope, reach: tuple[str, ...] | None = None) -> Iterator[None]:

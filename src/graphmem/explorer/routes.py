@@ -408,7 +408,7 @@ class Explorer:
         asked_after: Asked,
     ) -> Response:
         identity: Identity | None = identity_of(request)
-        output = await run_tool_call(state, spec, arguments, identity)
+        output = await run_tool_call(state, spec, arguments, identity, via="explorer")
         if isinstance(output, Refusal):
             if output.kind == "read_only":
                 # The tool's refusal speaks of tools; a person in the page needs the same in its terms.

@@ -84,6 +84,8 @@ class Asked:
     identity: Identity | None
     argument: str | None = None
     header: str | None = None
+    via: str | None = None
+    """What the change log says the call was made through: the tool's name unless a front names itself."""
 
 
 def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: Asked) -> ToolOutput:
@@ -97,6 +99,7 @@ def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: As
     with (
         graph.time_limit(state.call_time_limit if spec.time_limited else 0),
         graph.authored_by(author),
+        graph.through(asked.via or spec.name),
         graph.working_in(scope, None if identity is None else identity.projects),
     ):
         return state.answers.run(spec, state.tools, arguments)
@@ -134,10 +137,16 @@ def _project_argument(tool: str, arguments: Any) -> tuple[Any, str | None, Refus
 
 
 async def run_tool_call(
-    state: AppState, spec: ToolSpec, arguments: Any, identity: Identity | None, project_header: str | None = None
+    state: AppState,
+    spec: ToolSpec,
+    arguments: Any,
+    identity: Identity | None,
+    project_header: str | None = None,
+    via: str | None = None,
 ) -> ToolOutput | Refusal:
     """Run one tool with its wire arguments as `identity` (None: stdio, or a server without tokens),
-    in the project its `project` argument, or else `project_header` (HTTP), names.
+    in the project its `project` argument, or else `project_header` (HTTP), names; its changes
+    logged as made through `via` (the explorer), else through the tool.
 
     A tool that writes is refused for a read-only token; arguments that do not fit the tool's
     schema, and any `GraphmemError` the call raises, become a `Refusal` naming the problem.
@@ -154,7 +163,7 @@ async def run_tool_call(
         parsed = spec.arguments.model_validate(arguments or {})
     except ValidationError as error:
         return Refusal(format_validation_error(spec.name, error), "invalid")
-    asked = Asked(identity, project, project_header)
+    asked = Asked(identity, project, project_header, via)
     try:
         return await state.run(_run_within_limit, state, spec, parsed, asked, writes=not read_only)
     except GraphmemError as error:

@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from graphmem.core.changes import ChangeFilter, ChangePage, NewChange
 from graphmem.core.errors import StorageBusyError, StorageError, TimeLimitError
 from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import EVERY, Scope
@@ -338,6 +339,18 @@ class Store(Protocol):
 
     def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
         """Delete relations by key; returns how many existed."""
+        ...
+
+    # -- the change log (graphmem.core.changes) -----------------------------------------------
+
+    def append_change(self, change: NewChange) -> None:
+        """Record `change` inside the write transaction that made it; the store numbers it and
+        gives it its time (never earlier than the change before it)."""
+        ...
+
+    def list_changes(self, where: ChangeFilter, limit: int) -> ChangePage:
+        """The changes `where` asks for, newest first, at most `limit`: in a project's scope, those
+        that name an entity of the project or of the shared space."""
         ...
 
     # -- projects ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ graphmem has; the toolsets choose which of them a server lists.
 from graphmem.tools.base import ToolContext, ToolOutput, ToolSpec, dump_json
 from graphmem.tools.context import CONTEXT_TOOLS
 from graphmem.tools.export import EXPORT_TOOLS
+from graphmem.tools.history import HISTORY_TOOLS
 from graphmem.tools.maintenance import MAINTENANCE_TOOLS
 from graphmem.tools.navigation import NAVIGATION_TOOLS
 from graphmem.tools.official import OFFICIAL_TOOLS
@@ -27,6 +28,7 @@ ALL_TOOLS: tuple[ToolSpec, ...] = (
     + MAINTENANCE_TOOLS
     + EXPORT_TOOLS
     + PROJECT_TOOLS
+    + HISTORY_TOOLS
 )
 
 __all__ = ["ALL_TOOLS", "OFFICIAL_TOOLS", "ToolContext", "ToolOutput", "ToolSpec", "dump_json"]

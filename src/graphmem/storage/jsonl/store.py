@@ -49,11 +49,13 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext, supp
 from datetime import UTC, datetime
 from pathlib import Path
 
+from graphmem.core.changes import ChangeFilter, ChangePage, NewChange
 from graphmem.core.errors import ImportFormatError, StorageBusyError, StorageError
 from graphmem.core.models import Entity
 from graphmem.core.projects import EVERY, Scope
 from graphmem.storage.base import map_backend_errors
 from graphmem.storage.files import fsync_directory
+from graphmem.storage.jsonl.changes import ChangeFile
 from graphmem.storage.jsonl.format import (
     EntityRecord,
     OtherRecord,
@@ -188,6 +190,9 @@ class JsonlStore(_Writes, _Projects):
         self._token = b""
         self._bad_lines: list[int] = []
         self._told_about_fork_observations = False
+        self._change_file = ChangeFile(self._path)
+        self._new_changes: list[NewChange] = []
+        """The changes of the write transaction in progress, appended once its file is saved."""
         self._reset()
 
     def _remove_stale_temporaries(self) -> None:
@@ -424,11 +429,13 @@ class JsonlStore(_Writes, _Projects):
                         self._loaded = False
                         raise
                 self._clear_journal()
+                self._append_changes()
                 if self._dead_head + self._dead_relations > _COMPACT_AFTER and (
                     self._dead_head * 2 > len(self._head) or self._dead_relations * 2 > len(self._relations)
                 ):
                     self._compact()
             finally:
+                self._new_changes = []
                 self._depth, self._writing, self._scope = 0, False, EVERY
                 if locked:
                     with map_backend_errors():
@@ -439,6 +446,21 @@ class JsonlStore(_Writes, _Projects):
 
     def read(self, scope: Scope = EVERY) -> AbstractContextManager[None]:
         return self._transaction(writing=False, scope=scope)
+
+    def _append_changes(self) -> None:
+        """Append the saved transaction's changes to the log (changes.py); the memory is saved
+        already, so a log that cannot be written costs a warning, not the write."""
+        try:
+            self._change_file.append(self._new_changes)
+        except OSError as error:
+            logger.warning("%s: the change log was not written (%s); the memory itself was.", self.location, error)
+
+    def append_change(self, change: NewChange) -> None:
+        self._new_changes.append(change)
+
+    def list_changes(self, where: ChangeFilter, limit: int) -> ChangePage:
+        with self.read():
+            return self._change_file.page(where, limit, self._scope)
 
     def bulk_insert(self) -> AbstractContextManager[None]:
         # The file is written once per transaction already.

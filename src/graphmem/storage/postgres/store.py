@@ -25,6 +25,7 @@ import psycopg
 
 from graphmem.core.errors import SchemaVersionError, StorageError
 from graphmem.core.projects import EVERY, Scope
+from graphmem.storage.postgres.changes import _Changes
 from graphmem.storage.postgres.connection import IDLE_IN_TRANSACTION_MS, map_postgres_errors
 from graphmem.storage.postgres.lending import ConnectionLender
 from graphmem.storage.postgres.reads import Transaction
@@ -47,7 +48,7 @@ _STATE_ROW_WAIT_MS = 5_000
 """How long a write waits for the state row, the last lock every write takes."""
 
 
-class PostgresStore(_Search, _Vectors):
+class PostgresStore(_Search, _Vectors, _Changes):
     """A `Store` over one PostgreSQL database (a `postgresql://` URL).
 
     Args:

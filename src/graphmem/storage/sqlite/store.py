@@ -29,6 +29,7 @@ from graphmem.storage.base import (
 )
 from graphmem.storage.sqlite import projects_schema
 from graphmem.storage.sqlite import ranking as sqlite_ranking
+from graphmem.storage.sqlite.changes import _Changes
 from graphmem.storage.sqlite.checkpoints import FALLBACK_PAGES, Checkpointer, merge_step
 from graphmem.storage.sqlite.damage import check_for_damage as check_for_damage_in
 from graphmem.storage.sqlite.pending import TEXT_LIMIT, WORDS_LIMIT, has_stale_words, index_pending, more_pending_than
@@ -163,7 +164,7 @@ def _cannot_write(error: sqlite3.OperationalError) -> bool:
     )
 
 
-class SQLiteStore(_Writes, _Search, _Vectors):
+class SQLiteStore(_Writes, _Search, _Vectors, _Changes):
     """A `Store` over one SQLite database file (or `:memory:`)."""
 
     def __init__(

@@ -1,0 +1,216 @@
+"""The change log's recorder: the store as the domain writes through it.
+
+Every write of the memory, from any front (a tool, the explorer, import, migrate, a move),
+is a call of `KnowledgeGraph`, and each of its writes goes through the store it holds. So
+`RecordingStore` stands in front of the backend: each write method notes what it does as
+operations (graphmem.core.changes), reading inside the same transaction what it is about to
+change when taking it back needs that (a deleted entity whole, a fact's place, a type or an
+extra before an update); when the outermost write transaction ends, the operations go to
+the backend as one change, with who made it and through what, before the transaction commits.
+
+    KnowledgeGraph ─► RecordingStore.write() ─► backend.write()
+                         insert/append/update/delete/move: ops += ...; backend.<same>(...)
+                      ◄─ end of the block: backend.append_change(NewChange(author, via, ops))
+                      ◄─ commit (the change and what it did, or neither)
+
+Reads, searches and everything else pass straight through.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from graphmem.core.changes import NewChange, Op, entity_record, relation_record
+from graphmem.core.models import Entity, Relation
+from graphmem.core.projects import EVERY, SHARED, Scope
+from graphmem.storage.base import Store
+
+__all__ = ["RecordingStore"]
+
+
+class RecordingStore:
+    """A `Store` that records each write transaction that changes the memory as one change.
+
+    Args:
+        inner: the backend.
+        maker: who and through what the calls made now are made: (author, via).
+    """
+
+    def __init__(self, inner: Store, maker: Callable[[], tuple[str | None, str]]) -> None:
+        self.inner = inner
+        self._maker = maker
+        self._local = threading.local()  # each thread's transaction: its operations
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def _ops(self) -> list[Op]:
+        ops: list[Op] | None = getattr(self._local, "ops", None)
+        if ops is None:
+            raise RuntimeError("a write of the memory outside write()")
+        return ops
+
+    @contextmanager
+    def write(self, scope: Scope = EVERY) -> Iterator[None]:
+        with self.inner.write(scope):
+            if getattr(self._local, "ops", None) is not None:
+                # Joins the transaction around it, which records; in the scope it narrows to.
+                outer = self._local.scope
+                self._local.scope = outer if scope.every else scope
+                try:
+                    yield
+                finally:
+                    self._local.scope = outer
+                return
+            self._local.ops, self._local.scope = [], scope
+            try:
+                yield
+                if self._local.ops:
+                    author, via = self._maker()
+                    self.inner.append_change(NewChange(author, via, scope.project, self._local.ops))
+            finally:
+                self._local.ops = None
+
+    # -- the writes -----------------------------------------------------------------------
+
+    def insert_entities(self, entities: Sequence[Entity]) -> None:
+        self.inner.insert_entities(entities)
+        self._ops.extend({"op": "create_entity", "project": e.project, "name": e.name} for e in entities)
+
+    def insert_relations(self, relations: Sequence[Relation]) -> None:
+        self.inner.insert_relations(relations)
+        self._ops.extend(
+            {
+                "op": "create_relation",
+                "project": r.project,
+                "from": r.from_,
+                "to": r.to,
+                "relationType": r.relation_type,
+            }
+            for r in relations
+        )
+
+    def append_observations(self, name: str, contents: Sequence[str]) -> None:
+        self.append_observations_batch([(name, contents)])
+
+    def append_observations_batch(self, additions: Sequence[tuple[str, Sequence[str]]]) -> None:
+        projects = self._projects_of([name for name, _ in additions])
+        self.inner.append_observations_batch(additions)
+        self._ops.extend(
+            {"op": "add_facts", "project": projects.get(name, SHARED), "name": name, "facts": list(contents)}
+            for name, contents in additions
+            if contents
+        )
+
+    def remove_observations(self, name: str, contents: Sequence[str]) -> int:
+        before = self.inner.observations_of(name) or []
+        removed = self.inner.remove_observations(name, contents)
+        if removed:
+            wanted = set(contents)
+            facts = [[place, fact] for place, fact in enumerate(before) if fact in wanted]
+            project = self._projects_of([name]).get(name, SHARED)
+            self._ops.append({"op": "remove_facts", "project": project, "name": name, "facts": facts})
+        return removed
+
+    def update_extras(self, entities: Sequence[Entity]) -> None:
+        before = self.inner.get_entities([entity.name for entity in entities])
+        self.inner.update_extras(entities)
+        self._ops.extend(_updated(entity, entity.name) for entity in before)
+
+    def update_entity(self, name: str, changed: Entity) -> None:
+        before = self.inner.get_entities([name])
+        self.inner.update_entity(name, changed)
+        self._ops.extend(_updated(entity, changed.name) for entity in before)
+
+    def delete_entities(self, names: Sequence[str]) -> int:
+        entities = self.inner.get_entities(names)
+        relations = self.inner.relations_touching(names)
+        deleted = self.inner.delete_entities(names)
+        self._record_gone(relations, self.inner.relations_touching(names))
+        self._ops.extend({"op": "delete_entity", "entity": entity_record(entity)} for entity in entities)
+        return deleted
+
+    def delete_relations(self, keys: Sequence[tuple[str, str, str]]) -> int:
+        wanted = set(keys)
+        ends = sorted({name for key in keys for name in key[:2]})
+        before = [relation for relation in self.inner.relations_touching(ends) if relation.key in wanted]
+        deleted = self.inner.delete_relations(keys)
+        if deleted:
+            after = [relation for relation in self.inner.relations_touching(ends) if relation.key in wanted]
+            self._record_gone(before, after)
+        return deleted
+
+    def move_entities(self, names: Sequence[str], source: str, target: str) -> int:
+        holding = self.inner.projects_holding(names)
+        moved = self.inner.move_entities(names, source, target)
+        self._ops.extend(
+            {"op": "move_entity", "name": name, "from": source, "to": target}
+            for name in dict.fromkeys(names)
+            if source in holding.get(name, ())
+        )
+        return moved
+
+    def move_relations(self, keys: Sequence[tuple[str, str, str]], source: str, target: str) -> int:
+        wanted = set(keys)
+        ends = sorted({name for key in keys for name in key[:2]})
+        present = [r.key for r in self.inner.relations_touching(ends) if r.key in wanted and r.project == source]
+        moved = self.inner.move_relations(keys, source, target)
+        self._ops.extend({"op": "move_relation", "key": list(key), "from": source, "to": target} for key in present)
+        return moved
+
+    def delete_project(self, project: str) -> tuple[int, int]:
+        relations = [relation for relation in self.inner.iter_relations() if relation.project == project]
+        entities = [entity for entity in self.inner.iter_entities() if entity.project == project]
+        deleted = self.inner.delete_project(project)
+        self._ops.extend({"op": "delete_relation", "relation": relation_record(r)} for r in relations)
+        self._ops.extend({"op": "delete_entity", "entity": entity_record(e)} for e in entities)
+        return deleted
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _projects_of(self, names: Sequence[str]) -> dict[str, str]:
+        """The project of the entity each name means in the transaction's scope: its project's
+        when that holds the name, else the shared space's (a project's scope sees one entity
+        of a name at most), else the one project holding it (across every project the domain
+        refuses a name two projects hold before it writes)."""
+        if not self.inner.holds_projects():
+            return {}
+        scope: Scope = self._local.scope
+        return {
+            name: scope.project if scope.project in holders else SHARED if SHARED in holders else holders[0]
+            for name, holders in self.inner.projects_holding(names).items()
+            if holders
+        }
+
+    def _record_gone(self, before: list[Relation], after: list[Relation]) -> None:
+        """A `delete_relation` for each relation of `before` that `after` no longer holds."""
+        left = {(relation.key, relation.project) for relation in after}
+        self._ops.extend(
+            {"op": "delete_relation", "relation": relation_record(relation)}
+            for relation in before
+            if (relation.key, relation.project) not in left
+        )
+
+
+def _updated(before: Entity, name: str) -> Op:
+    """An `update_entity` operation: the entity now called `name`, and what it was."""
+    return {
+        "op": "update_entity",
+        "project": before.project,
+        "name": name,
+        "before": {"name": before.name, "entityType": before.entity_type, "extra": before.extra},
+    }
+
+
+def _created(relation: Relation) -> Op:
+    return {
+        "op": "create_relation",
+        "project": relation.project,
+        "from": relation.from_,
+        "to": relation.to,
+        "relationType": relation.relation_type,
+    }

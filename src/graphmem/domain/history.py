@@ -1,0 +1,127 @@
+"""The change log as people and agents read it: `list_changes` and `graphmem history`.
+
+A change's operations (graphmem.core.changes) are what undo reads; what a reader wants is a
+line for each ("added 2 facts to Ada"), at most `DESCRIBED_OPS` of them a change, so that a
+page of an import's thousands of creations stays a page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphmem.core.changes import Change, ChangeFilter, ChangePage, Op
+from graphmem.core.errors import InvalidInputError
+from graphmem.core.projects import project_name
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.storage.entity_query import instant
+
+__all__ = ["DEFAULT_CHANGES", "DESCRIBED_OPS", "MOST_CHANGES", "ChangeQuery", "describe", "list_changes"]
+
+DEFAULT_CHANGES = 20
+"""Changes a page holds when the caller does not say."""
+
+MOST_CHANGES = 100
+"""Changes a page holds at most."""
+
+DESCRIBED_OPS = 10
+"""Operations described a change; past them, how many more there are."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeQuery:
+    """A request for a page of the change log, as a caller gives it (checked by `list_changes`)."""
+
+    since: str | None = None
+    until: str | None = None
+    author: str | None = None
+    via: str | None = None
+    entity: str | None = None
+    before: int | None = None
+    limit: int = DEFAULT_CHANGES
+
+
+def _instant(field: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    found = instant(value)
+    if found is None:
+        raise InvalidInputError(
+            field,
+            f"is {value!r}, not a time; give an ISO 8601 date or time such as 2026-11-28 or 2026-11-28T14:30:00Z.",
+        )
+    return found
+
+
+def list_changes(graph: KnowledgeGraph, query: ChangeQuery) -> ChangePage:
+    """The page of changes `query` asks for, newest first, in the caller's scope: in a project,
+    the changes that named its entities or the shared space's."""
+    if not 1 <= query.limit <= MOST_CHANGES:
+        raise InvalidInputError("limit", f"is {query.limit}; give 1 to {MOST_CHANGES}.")
+    if query.before is not None and query.before < 1:
+        raise InvalidInputError("before", f"is {query.before}; give the number of a change (1 or more).")
+    where = ChangeFilter(
+        since=_instant("since", query.since),
+        until=_instant("until", query.until),
+        author=query.author,
+        via=query.via,
+        entity=query.entity,
+        before=query.before,
+    )
+    store = graph.store
+    with store.read(graph.scope):
+        return store.list_changes(where, query.limit)
+
+
+def describe(change: Change) -> list[str]:
+    """A line for each of the change's first `DESCRIBED_OPS` operations, and one saying how many
+    more there are."""
+    # An update of an entity's metadata alone (its timestamps, its facts' records) goes with the
+    # operation that made it, which says more: "added 2 facts to Ada", not also "updated Ada".
+    named = {
+        (op.get("project"), op["name"])
+        for op in change.ops
+        if op["op"] in ("create_entity", "add_facts", "remove_facts")
+    }
+    ops = [op for op in change.ops if not _metadata_only(op) or (op["project"], op["name"]) not in named]
+    lines = [_described(op) for op in ops[:DESCRIBED_OPS]]
+    if len(ops) > DESCRIBED_OPS:
+        left = len(ops) - DESCRIBED_OPS
+        lines.append(f"and {left} more operation{'s' if left != 1 else ''}")
+    return lines
+
+
+def _metadata_only(op: Op) -> bool:
+    return bool(op["op"] == "update_entity" and op["before"]["name"] == op["name"])
+
+
+def _facts(count: int) -> str:
+    return f"{count} fact{'s' if count != 1 else ''}"
+
+
+def _described(op: Op) -> str:
+    kind = op["op"]
+    if kind == "create_entity":
+        return f"created {op['name']}"
+    if kind == "delete_entity":
+        entity = op["entity"]
+        return f"deleted {entity['name']} (with {_facts(len(entity['observations']))})"
+    if kind == "add_facts":
+        return f"added {_facts(len(op['facts']))} to {op['name']}"
+    if kind == "remove_facts":
+        return f"removed {_facts(len(op['facts']))} from {op['name']}"
+    if kind == "update_entity":
+        before = op["before"]
+        if before["name"] != op["name"]:
+            return f"renamed {before['name']} to {op['name']}"
+        return f"updated {op['name']}"
+    if kind == "create_relation":
+        return f"related {op['from']} -{op['relationType']}-> {op['to']}"
+    if kind == "delete_relation":
+        relation = op["relation"]
+        return f"removed the relation {relation['from']} -{relation['relationType']}-> {relation['to']}"
+    if kind == "move_entity":
+        return f"moved {op['name']} from {project_name(op['from'])} to {project_name(op['to'])}"
+    if kind == "move_relation":
+        source, target, relation_type = op["key"]
+        return f"moved the relation {source} -{relation_type}-> {target} to {project_name(op['to'])}"
+    return str(kind)

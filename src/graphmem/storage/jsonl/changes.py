@@ -1,0 +1,98 @@
+"""JsonlStore's change log: `<file>.changes.jsonl` beside the memory file, a change a line.
+
+The memory file stays the official server's format, so the log lives beside it. A write
+transaction's changes wait in memory and are appended (and fsync'd) once the memory file has
+been replaced: a crash between the two leaves the memory right and its history one change
+short, never a change in the history that the memory does not hold. A write made by another
+program (the official server on the same file) is not in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from graphmem.core.changes import Change, ChangeFilter, ChangePage, NewChange, names_touched
+from graphmem.core.projects import Scope
+from graphmem.core.timestamps import now_iso
+
+__all__ = ["ChangeFile", "log_path"]
+
+
+def log_path(memory: Path) -> Path:
+    """Where the change log of the memory file `memory` is."""
+    return memory.with_name(memory.name + ".changes.jsonl")
+
+
+class ChangeFile:
+    """The change log of one JSONL memory, read whole when asked (a log of thousands of lines
+    reads in milliseconds), appended under the memory's write lock."""
+
+    def __init__(self, memory: Path) -> None:
+        self._path = log_path(memory)
+
+    def changes(self) -> list[Change]:
+        """Every recorded change, oldest first; a line that cannot be read (cut short) is skipped."""
+        try:
+            text = self._path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        changes = []
+        for line in text.splitlines():
+            try:
+                item = json.loads(line)
+                changes.append(
+                    Change(item["seq"], item["at"], item.get("author"), item["via"], item.get("project"), item["ops"])
+                )
+            except (ValueError, KeyError, TypeError):
+                continue
+        return changes
+
+    def append(self, changes: list[NewChange]) -> None:
+        """Number, time and append `changes` (under the memory's write lock)."""
+        if not changes:
+            return
+        known = self.changes()
+        seq = known[-1].seq if known else 0
+        last = known[-1].at if known else None
+        lines = []
+        for change in changes:
+            now = now_iso()
+            last = now if last is None or now > last else last
+            seq += 1
+            item = {"seq": seq, "at": last, "author": change.author, "via": change.via, "project": change.project}
+            lines.append(json.dumps({**item, "ops": change.ops}, ensure_ascii=False) + "\n")
+        fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, "".join(lines).encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def page(self, where: ChangeFilter, limit: int, scope: Scope) -> ChangePage:
+        """`Store.list_changes` over the file."""
+        found: list[Change] = []
+        for change in reversed(self.changes()):
+            if _matches(change, where, scope):
+                found.append(change)
+                if len(found) > limit:
+                    break
+        return ChangePage(found[:limit], len(found) > limit)
+
+
+def _matches(change: Change, where: ChangeFilter, scope: Scope) -> bool:
+    if where.since is not None and change.at < where.since:
+        return False
+    if where.until is not None and change.at >= where.until:
+        return False
+    if where.before is not None and change.seq >= where.before:
+        return False
+    if where.via is not None and change.via != where.via:
+        return False
+    if where.author is not None and change.author != (where.author or None):
+        return False
+    named = [(project, name) for project, name in names_touched(change.ops) if scope.sees(project)]
+    if where.entity is not None:
+        return any(name == where.entity for _, name in named)
+    return scope.every or bool(named)

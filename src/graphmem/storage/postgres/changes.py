@@ -1,0 +1,81 @@
+"""PostgresStore's change log (migration 5): each change a row of `changes`, written in the write
+transaction that made it, and each entity it names a row of `change_entities`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from graphmem.core.changes import Change, ChangeFilter, ChangePage, NewChange, names_touched
+from graphmem.core.timestamps import now_iso
+from graphmem.storage.postgres.reads import _Reads
+from graphmem.storage.postgres.text import escape, unescape
+
+__all__ = ["_Changes"]
+
+
+class _Changes(_Reads):
+    """The change log of `PostgresStore`."""
+
+    def append_change(self, change: NewChange) -> None:
+        # Writers hold the memory's lock (reads.py), so the last time read here is the last.
+        ((last,),) = self._rows("SELECT max(at) FROM changes")
+        now = now_iso()
+        at = now if last is None or now > last else last
+        # ASCII JSON: any text a client sent survives, whatever PostgreSQL's text refuses.
+        ((seq,),) = self._rows(
+            "INSERT INTO changes (at, author, via, project, ops) VALUES (%s, %s, %s, %s, %s) RETURNING seq",
+            (
+                at,
+                None if change.author is None else escape(change.author),
+                escape(change.via),
+                None if change.project is None else escape(change.project),
+                json.dumps(change.ops),
+            ),
+        )
+        named = sorted(set(names_touched(change.ops)))
+        if named:
+            self._tx.cursor.executemany(
+                "INSERT INTO change_entities (project, name, seq) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                [(escape(project), escape(name), seq) for project, name in named],
+            )
+
+    def list_changes(self, where: ChangeFilter, limit: int) -> ChangePage:
+        conditions: list[str] = ["true"]
+        params: list[Any] = []
+        for column, value, test in (
+            ("at", where.since, ">="),
+            ("at", where.until, "<"),
+            ("via", None if where.via is None else escape(where.via), "="),
+            ("seq", where.before, "<"),
+        ):
+            if value is not None:
+                conditions.append(f"{column} {test} %s")
+                params.append(value)
+        if where.author is not None:
+            conditions.append("author IS NOT DISTINCT FROM %s")
+            params.append(escape(where.author) or None)
+        seen = self._seen("n.project")
+        if where.entity is not None:
+            conditions.append(f"seq IN (SELECT n.seq FROM change_entities AS n WHERE n.name = %s{seen})")
+            params.append(escape(where.entity))
+        elif seen:
+            # In a project: the changes that name its entities or the shared space's.
+            conditions.append(f"EXISTS (SELECT 1 FROM change_entities AS n WHERE n.seq = changes.seq{seen})")
+        rows = self._rows(
+            f"SELECT seq, at, author, via, project, ops FROM changes WHERE {' AND '.join(conditions)}"
+            " ORDER BY seq DESC LIMIT %s",
+            (*params, limit + 1),
+        )
+        changes = [
+            Change(
+                int(seq),
+                at,
+                None if author is None else unescape(author),
+                unescape(via),
+                None if project is None else unescape(project),
+                json.loads(ops),
+            )
+            for seq, at, author, via, project, ops in rows
+        ]
+        return ChangePage(changes[:limit], len(changes) > limit)

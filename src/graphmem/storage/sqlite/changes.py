@@ -1,0 +1,65 @@
+"""SQLiteStore's change log (migration 19): each change a row of `changes`, written in the write
+transaction that made it, and each entity it names a row of `change_entities`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from graphmem.core.changes import Change, ChangeFilter, ChangePage, NewChange, names_touched
+from graphmem.core.timestamps import now_iso
+from graphmem.storage.sqlite.reads import _Reads
+from graphmem.storage.sqlite.scoping import visible
+
+__all__ = ["_Changes"]
+
+
+class _Changes(_Reads):
+    """The change log of `SQLiteStore`."""
+
+    def append_change(self, change: NewChange) -> None:
+        # Never earlier than the change before: a clock set back keeps the log in order.
+        (last,) = self._conn.execute("SELECT max(at) FROM changes").fetchone()
+        now = now_iso()
+        at = now if last is None or now > last else last
+        cursor = self._conn.execute(
+            "INSERT INTO changes (at, author, via, project, ops) VALUES (?, ?, ?, ?, ?)",
+            (at, change.author, change.via, change.project, json.dumps(change.ops, ensure_ascii=False)),
+        )
+        named = sorted(set(names_touched(change.ops)))
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO change_entities (project, name, seq) VALUES (?, ?, ?)",
+            [(project, name, cursor.lastrowid) for project, name in named],
+        )
+
+    def list_changes(self, where: ChangeFilter, limit: int) -> ChangePage:
+        conditions: list[str] = ["1"]
+        params: list[Any] = []
+        for column, value, test in (
+            ("at", where.since, ">="),
+            ("at", where.until, "<"),
+            ("via", where.via, "="),
+            ("seq", where.before, "<"),
+        ):
+            if value is not None:
+                conditions.append(f"{column} {test} ?")
+                params.append(value)
+        if where.author is not None:
+            conditions.append("author IS ?")
+            params.append(where.author or None)
+        seen = "" if self._scope.every else f" AND {visible(self._scope, 'n.project')}"
+        if where.entity is not None:
+            conditions.append(f"seq IN (SELECT n.seq FROM change_entities AS n WHERE n.name = ?{seen})")
+            params.append(where.entity)
+        elif seen:
+            # In a project: the changes that name its entities or the shared space's.
+            conditions.append(f"EXISTS (SELECT 1 FROM change_entities AS n WHERE n.seq = changes.seq{seen})")
+        rows: list[tuple[int, str, str | None, str, str | None, str]] = self._conn.execute(
+            f"SELECT seq, at, author, via, project, ops FROM changes WHERE {' AND '.join(conditions)}"
+            " ORDER BY seq DESC LIMIT ?",
+            (*params, limit + 1),
+        ).fetchall()
+        changes = [
+            Change(seq, at, author, via, project, json.loads(ops)) for seq, at, author, via, project, ops in rows
+        ]
+        return ChangePage(changes[:limit], len(changes) > limit)

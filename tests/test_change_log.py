@@ -1,0 +1,174 @@
+"""The change log (graphmem.core.changes, domain/change_log.py): each write that changes the
+memory is one change, with when, who and through what, and operations holding what taking it
+back needs; read newest first, filtered, in pages; on every backend."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from graphmem.config import Settings
+from graphmem.core.changes import Change
+from graphmem.core.errors import EntityNotFoundError, InvalidInputError
+from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion, Relation
+from graphmem.core.projects import EVERY, Scope
+from graphmem.domain import projects
+from graphmem.domain.graph import LIBRARY, KnowledgeGraph
+from graphmem.domain.history import ChangeQuery, describe, list_changes
+from graphmem.domain.maintenance import EntityUpdate, update_entities
+from graphmem.server import build_server
+from tests.test_cli import OFFICIAL, run
+
+
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    return any_backend_settings
+
+
+def _changes(graph: KnowledgeGraph, **asked: object) -> list[Change]:
+    return list_changes(graph, ChangeQuery(**asked)).changes  # type: ignore[arg-type]
+
+
+def _kinds(change: Change) -> list[str]:
+    return [op["op"] for op in change.ops]
+
+
+def test_each_write_is_one_change_saying_who_made_it_through_what(graph: KnowledgeGraph):
+    with graph.authored_by("ada"), graph.through("create_entities"):
+        graph.create_entities([Entity("Ada", "person", ("wrote a program",)), Entity("Acme", "company")])
+    with graph.through("create_relations"):
+        graph.create_relations([Relation("Ada", "Acme", "works_at")])
+    with graph.through("add_observations"):
+        graph.add_observations([ObservationAddition("Ada", ("likes tea", "born 1815"))])
+    newest, related, created = _changes(graph)
+    assert (created.author, created.via, created.project) == ("ada", "create_entities", None)
+    assert [op["name"] for op in created.ops if op["op"] == "create_entity"] == ["Ada", "Acme"]
+    assert (related.author, related.via) == (None, "create_relations")
+    assert {"op": "create_relation", "project": "", "from": "Ada", "to": "Acme", "relationType": "works_at"} in (
+        related.ops
+    )
+    assert "add_facts" in _kinds(newest) and describe(newest) == ["added 2 facts to Ada"]
+    assert created.seq < related.seq < newest.seq
+    assert created.at <= related.at <= newest.at
+
+
+def test_a_write_that_changes_nothing_or_fails_records_nothing(graph: KnowledgeGraph):
+    graph.create_entities([Entity("Ada", "person")])
+    graph.create_entities([Entity("Ada", "person")])  # already there: skipped
+    graph.delete_entities(["Nobody"])
+    with pytest.raises(EntityNotFoundError):
+        # The first addition would apply; the second's entity is missing: all or nothing.
+        graph.add_observations([ObservationAddition("Ada", ("x",)), ObservationAddition("Ghost", ("y",))])
+    (only,) = _changes(graph)
+    assert only.via == LIBRARY and _kinds(only) == ["create_entity"]
+
+
+def test_what_a_change_took_away_is_kept_whole(graph: KnowledgeGraph):
+    graph.create_entities([Entity("Ada", "person", ("one", "two", "three")), Entity("Acme", "company")])
+    graph.create_relations([Relation("Ada", "Acme", "works_at")])
+    graph.delete_observations([ObservationDeletion("Ada", ("one", "three"))])
+    removed = _changes(graph, limit=1)[0]
+    (remove,) = [op for op in removed.ops if op["op"] == "remove_facts"]
+    assert remove["facts"] == [[0, "one"], [2, "three"]]  # each with its place before
+    update_entities(graph, [EntityUpdate("Ada", new_name="Ada Lovelace")])
+    renamed = _changes(graph, limit=1)[0]
+    (update,) = [op for op in renamed.ops if op["op"] == "update_entity" and op["name"] == "Ada Lovelace"]
+    assert (update["before"]["name"], update["before"]["entityType"]) == ("Ada", "person")
+    assert "renamed Ada to Ada Lovelace" in describe(renamed)
+    graph.delete_entities(["Ada Lovelace"])
+    deleted = _changes(graph, limit=1)[0]
+    (entity,) = [op["entity"] for op in deleted.ops if op["op"] == "delete_entity"]
+    assert (entity["name"], entity["entityType"], entity["observations"]) == ("Ada Lovelace", "person", ["two"])
+    (relation,) = [op["relation"] for op in deleted.ops if op["op"] == "delete_relation"]
+    assert (relation["from"], relation["to"], relation["relationType"]) == ("Ada Lovelace", "Acme", "works_at")
+    # The relation goes back before the entity it needs when the change is taken back.
+    assert _kinds(deleted).index("delete_relation") < _kinds(deleted).index("delete_entity")
+
+
+def test_the_log_filters_by_time_author_tool_and_entity_and_pages_newest_first(graph: KnowledgeGraph):
+    for number in range(5):
+        with graph.authored_by("bob" if number % 2 else None), graph.through("create_entities"):
+            graph.create_entities([Entity(f"E{number}", "thing")])
+    with graph.through("add_observations"):
+        graph.add_observations([ObservationAddition("E1", ("a fact",))])
+    everything = _changes(graph)
+    assert [change.seq for change in everything] == sorted((change.seq for change in everything), reverse=True)
+    assert [c.via for c in _changes(graph, via="add_observations")] == ["add_observations"]
+    assert {c.author for c in _changes(graph, author="bob")} == {"bob"}
+    assert len(_changes(graph, author="")) == 4  # local (no token): three creations and the fact
+    assert [describe(c) for c in _changes(graph, entity="E1")] == [["added 1 fact to E1"], ["created E1"]]
+    page = list_changes(graph, ChangeQuery(limit=2))
+    assert page.more and [c.seq for c in page.changes] == [c.seq for c in everything[:2]]
+    rest = _changes(graph, before=page.changes[-1].seq, limit=100)
+    assert [c.seq for c in rest] == [c.seq for c in everything[2:]]
+    middle = everything[3].at
+    assert all(c.at >= middle for c in _changes(graph, since=middle))
+    assert all(c.at < middle for c in _changes(graph, until=middle))
+    assert _changes(graph, since="2999-01-01") == []
+
+
+def test_bad_filters_are_refused_saying_what_to_send(graph: KnowledgeGraph):
+    with pytest.raises(InvalidInputError, match="since.*not a time.*ISO 8601"):
+        _changes(graph, since="last tuesday")
+    with pytest.raises(InvalidInputError, match="limit.*give 1 to 100"):
+        _changes(graph, limit=0)
+    with pytest.raises(InvalidInputError, match="before"):
+        _changes(graph, before=0)
+
+
+def test_a_project_sees_its_changes_and_the_shared_space_s_and_moves_are_logged(graph: KnowledgeGraph):
+    with graph.working_in(Scope("api")):
+        graph.create_entities([Entity("README", "file", ("explains the api",))])
+    with graph.working_in(Scope("tool")):
+        graph.create_entities([Entity("README", "file", ("explains the tool",))])
+    with graph.working_in(Scope("")):
+        graph.create_entities([Entity("Alice", "person")])
+    with graph.working_in(Scope("api")):
+        in_api = _changes(graph)
+    assert [(c.project, describe(c)) for c in in_api] == [("", ["created Alice"]), ("api", ["created README"])]
+    assert len(_changes(graph)) == 3  # every project
+    with graph.working_in(Scope("api")), graph.through("move_entities"):
+        projects.move(graph, ["README"], "docs")
+    moved = _changes(graph, limit=1)[0]
+    assert {"op": "move_entity", "name": "README", "from": "api", "to": "docs"} in moved.ops
+    with graph.working_in(EVERY), graph.through("project delete"):
+        projects.delete_project(graph, "tool")
+    deleted = _changes(graph, limit=1)[0]
+    assert deleted.via == "project delete"
+    assert [op["entity"]["observations"] for op in deleted.ops if op["op"] == "delete_entity"] == [
+        ["explains the tool"]
+    ]
+
+
+@pytest.mark.anyio
+async def test_an_agent_reads_the_log_through_list_changes(settings: Settings):
+    # The real MCP client on the server: the tool a change was made through is what the log says.
+    async with Client(build_server(dataclasses.replace(settings, toolset="all")), mode="legacy") as client:
+        await client.call_tool(
+            "create_entities", {"entities": [{"name": "Ada", "entityType": "person", "observations": []}]}
+        )
+        await client.call_tool("add_observations", {"observations": [{"entityName": "Ada", "contents": ["likes tea"]}]})
+        answer = await client.call_tool("list_changes", {"limit": 1})
+        assert not answer.is_error
+        (latest,) = answer.structured_content["changes"]
+        assert (latest["via"], latest["by"], latest["did"]) == ("add_observations", "local", ["added 1 fact to Ada"])
+        assert answer.structured_content["before"] == latest["seq"]
+        older = await client.call_tool("list_changes", {"before": latest["seq"], "entity": "Ada"})
+        assert [item["did"] for item in older.structured_content["changes"]] == [["created Ada"]]
+        refused = await client.call_tool("list_changes", {"since": "yesterday"})
+        assert refused.is_error and "ISO 8601" in refused.content[0].text
+
+
+def test_graphmem_history_prints_the_log_newest_first(tmp_path: Path):
+    memory = tmp_path / "memory.db"
+    assert run("history", "--memory-file", memory).output == "No change recorded.\n"
+    run("import", "--memory-file", memory, OFFICIAL)
+    output = run("history", "--memory-file", memory).output
+    assert re.match(r"#1  \d{4}-\d\d-\d\dT[\d:.]+Z  local  via import\n    created ", output)
+    assert "no change matches" in run("history", "--memory-file", memory, "--tool", "explorer").output.lower()
+    refused = run("history", "--memory-file", memory, "--since", "soon")
+    assert refused.exit_code == 1 and "since" in refused.output and "ISO 8601" in refused.output

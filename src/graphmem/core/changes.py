@@ -7,7 +7,7 @@ stands after it, and nothing more: a created entity is named (taking it back del
 deleted one is kept whole, an updated one keeps what it was before. That is what seeing the
 memory as it was and undoing a change read; the memory itself holds the after.
 
-    {"op": "create_entity", "project": "", "name": "Ada"}
+    {"op": "create_entities", "project": "", "names": ["Ada", ...]}
     {"op": "delete_entity", "entity": {"name": ..., "entityType": ..., "observations": [...],
                                        "extra": {...} | null, "project": ""}}
     {"op": "add_facts", "project": "", "name": "Ada", "facts": ["..."]}       appended, in order
@@ -15,7 +15,7 @@ memory as it was and undoing a change read; the memory itself holds the after.
                                                               each with its place before
     {"op": "update_entity", "project": "", "name": "Ada Lovelace",           its name after
      "before": {"name": "Ada", "entityType": "person", "extra": {...} | null}}
-    {"op": "create_relation", "project": "", "from": ..., "to": ..., "relationType": ...}
+    {"op": "create_relations", "project": "", "keys": [[from, to, relationType], ...]}
     {"op": "delete_relation", "relation": {"from": ..., "to": ..., "relationType": ...,
                                            "extra": {...} | null, "project": ""}}
     {"op": "move_entity", "name": "Ada", "from": "", "to": "github.com/acme/api"}
@@ -78,11 +78,15 @@ def names_touched(ops: list[Op]) -> Iterator[tuple[str, str]]:
             yield op["project"], op["name"]
             if op["before"]["name"] != op["name"]:
                 yield op["project"], op["before"]["name"]
-        elif kind in ("create_entity", "add_facts", "remove_facts"):
+        elif kind in ("add_facts", "remove_facts"):
             yield op["project"], op["name"]
-        elif kind == "create_relation":
-            yield op["project"], op["from"]
-            yield op["project"], op["to"]
+        elif kind == "create_entities":
+            for name in op["names"]:
+                yield op["project"], name
+        elif kind == "create_relations":
+            for key in op["keys"]:
+                yield op["project"], key[0]
+                yield op["project"], key[1]
         elif kind == "delete_relation":
             relation = op["relation"]
             yield relation["project"], relation["from"]

@@ -79,20 +79,18 @@ class RecordingStore:
 
     def insert_entities(self, entities: Sequence[Entity]) -> None:
         self.inner.insert_entities(entities)
-        self._ops.extend({"op": "create_entity", "project": e.project, "name": e.name} for e in entities)
+        # One operation a project, with the names alone: an import of thousands is a list of names.
+        by_project: dict[str, list[str]] = {}
+        for entity in entities:
+            by_project.setdefault(entity.project, []).append(entity.name)
+        self._ops.extend({"op": "create_entities", "project": p, "names": names} for p, names in by_project.items())
 
     def insert_relations(self, relations: Sequence[Relation]) -> None:
         self.inner.insert_relations(relations)
-        self._ops.extend(
-            {
-                "op": "create_relation",
-                "project": r.project,
-                "from": r.from_,
-                "to": r.to,
-                "relationType": r.relation_type,
-            }
-            for r in relations
-        )
+        by_project: dict[str, list[list[str]]] = {}
+        for relation in relations:
+            by_project.setdefault(relation.project, []).append(list(relation.key))
+        self._ops.extend({"op": "create_relations", "project": p, "keys": keys} for p, keys in by_project.items())
 
     def append_observations(self, name: str, contents: Sequence[str]) -> None:
         self.append_observations_batch([(name, contents)])
@@ -203,14 +201,4 @@ def _updated(before: Entity, name: str) -> Op:
         "project": before.project,
         "name": name,
         "before": {"name": before.name, "entityType": before.entity_type, "extra": before.extra},
-    }
-
-
-def _created(relation: Relation) -> Op:
-    return {
-        "op": "create_relation",
-        "project": relation.project,
-        "from": relation.from_,
-        "to": relation.to,
-        "relationType": relation.relation_type,
     }

@@ -77,17 +77,23 @@ def describe(change: Change) -> list[str]:
     more there are."""
     # An update of an entity's metadata alone (its timestamps, its facts' records) goes with the
     # operation that made it, which says more: "added 2 facts to Ada", not also "updated Ada".
-    named = {
-        (op.get("project"), op["name"])
-        for op in change.ops
-        if op["op"] in ("create_entity", "add_facts", "remove_facts")
-    }
+    named = {(op["project"], op["name"]) for op in change.ops if op["op"] in ("add_facts", "remove_facts")}
+    named |= {(op["project"], name) for op in change.ops if op["op"] == "create_entities" for name in op["names"]}
     ops = [op for op in change.ops if not _metadata_only(op) or (op["project"], op["name"]) not in named]
     lines = [_described(op) for op in ops[:DESCRIBED_OPS]]
     if len(ops) > DESCRIBED_OPS:
         left = len(ops) - DESCRIBED_OPS
         lines.append(f"and {left} more operation{'s' if left != 1 else ''}")
     return lines
+
+
+LISTED = 5
+"""Names a line lists; past them, how many more."""
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:LISTED])
+    return shown if len(names) <= LISTED else f"{shown} and {len(names) - LISTED} more"
 
 
 def _metadata_only(op: Op) -> bool:
@@ -100,8 +106,8 @@ def _facts(count: int) -> str:
 
 def _described(op: Op) -> str:
     kind = op["op"]
-    if kind == "create_entity":
-        return f"created {op['name']}"
+    if kind == "create_entities":
+        return f"created {_listed(op['names'])}"
     if kind == "delete_entity":
         entity = op["entity"]
         return f"deleted {entity['name']} (with {_facts(len(entity['observations']))})"
@@ -114,8 +120,8 @@ def _described(op: Op) -> str:
         if before["name"] != op["name"]:
             return f"renamed {before['name']} to {op['name']}"
         return f"updated {op['name']}"
-    if kind == "create_relation":
-        return f"related {op['from']} -{op['relationType']}-> {op['to']}"
+    if kind == "create_relations":
+        return f"related {_listed([f'{source} -{kind}-> {target}' for source, target, kind in op['keys']])}"
     if kind == "delete_relation":
         relation = op["relation"]
         return f"removed the relation {relation['from']} -{relation['relationType']}-> {relation['to']}"

@@ -166,7 +166,7 @@ def test_graphmem_history_prints_the_log_newest_first(tmp_path: Path):
     assert run("history", "--memory-file", memory).output == "No change recorded.\n"
     run("import", "--memory-file", memory, OFFICIAL)
     output = run("history", "--memory-file", memory).output
-    assert re.match(r"#1  \d{4}-\d\d-\d\dT[\d:.]+Z  local  via import\n    created ", output)
+    assert re.match(r"change 1  \d{4}-\d\d-\d\dT[\d:.]+Z  local  via import\n    created ", output)
     assert "no change matches" in run("history", "--memory-file", memory, "--tool", "explorer").output.lower()
     refused = run("history", "--memory-file", memory, "--since", "soon")
     assert refused.exit_code == 1 and "since" in refused.output and "ISO 8601" in refused.output

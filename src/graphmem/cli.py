@@ -1277,7 +1277,7 @@ def history_(
         return
     for change in page.changes:
         where = "" if change.project is None else f"  in {project_name(change.project)}"
-        click.echo(f"#{change.seq}  {change.at}  {change.author or 'local'}  via {change.via}{where}")
+        click.echo(f"change {change.seq}  {change.at}  {change.author or 'local'}  via {change.via}{where}")
         for line in describe(change):
             click.echo(f"    {line}")
     if page.more:

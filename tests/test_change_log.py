@@ -109,6 +109,26 @@ def test_the_log_filters_by_time_author_tool_and_entity_and_pages_newest_first(g
     assert _changes(graph, since="2999-01-01") == []
 
 
+def test_an_entity_s_changes_follow_it_back_through_its_renames(graph: KnowledgeGraph):
+    graph.create_entities([Entity("Initech", "company", ("makes staplers",))])
+    graph.add_observations([ObservationAddition("Initech", ("moved to Austin",))])
+    update_entities(graph, [EntityUpdate("Initech", new_name="Initech Ltd")])
+    update_entities(graph, [EntityUpdate("Initech Ltd", new_name="Initrode")])
+    # A new entity takes the old name: its changes are its own, not Initrode's.
+    graph.create_entities([Entity("Initech", "company", ("a startup",))])
+    lines = [describe(c) for c in _changes(graph, entity="Initrode")]
+    assert [line for line in lines if line != ["updated Initrode"]] == [
+        ["renamed Initech Ltd to Initrode"],
+        ["renamed Initech to Initech Ltd"],
+        ["added 1 fact to Initech"],
+        ["created Initech"],
+    ]
+    assert [describe(c) for c in _changes(graph, entity="Initech")] == [["created Initech"]]
+    graph.delete_entities(["Initech"])
+    graph.create_entities([Entity("Initech", "company", ("a third one",))])
+    assert [describe(c) for c in _changes(graph, entity="Initech")] == [["created Initech"]]
+
+
 def test_bad_filters_are_refused_saying_what_to_send(graph: KnowledgeGraph):
     with pytest.raises(InvalidInputError, match="since.*not a time.*ISO 8601"):
         _changes(graph, since="last tuesday")

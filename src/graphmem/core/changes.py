@@ -136,7 +136,9 @@ class ChangeFilter:
         until: before this instant.
         author: made by this token ("" for local callers).
         via: made through this tool or command.
-        entity: naming this entity (in a project the scope sees).
+        names: naming one of these entities (in a project the scope sees), each (name, after,
+            upto): the entity had that name in the changes numbered above `after` (0: from the
+            start) up to `upto`, the one that renamed it (None: it still has it).
         before: numbered below this (the page after one that ended there).
     """
 
@@ -144,7 +146,7 @@ class ChangeFilter:
     until: str | None = None
     author: str | None = None
     via: str | None = None
-    entity: str | None = None
+    names: tuple[tuple[str, int, int | None], ...] = ()
     before: int | None = None
 
 

@@ -13,6 +13,7 @@ from graphmem.core.changes import Change, ChangeFilter, ChangePage, Op
 from graphmem.core.errors import InvalidInputError
 from graphmem.core.projects import project_name
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.storage.base import Store
 from graphmem.storage.entity_query import instant
 
 __all__ = ["DEFAULT_CHANGES", "DESCRIBED_OPS", "MOST_CHANGES", "ChangeQuery", "describe", "list_changes"]
@@ -59,17 +60,56 @@ def list_changes(graph: KnowledgeGraph, query: ChangeQuery) -> ChangePage:
         raise InvalidInputError("limit", f"is {query.limit}; give 1 to {MOST_CHANGES}.")
     if query.before is not None and query.before < 1:
         raise InvalidInputError("before", f"is {query.before}; give the number of a change (1 or more).")
-    where = ChangeFilter(
-        since=_instant("since", query.since),
-        until=_instant("until", query.until),
-        author=query.author,
-        via=query.via,
-        entity=query.entity,
-        before=query.before,
-    )
+    since, until = _instant("since", query.since), _instant("until", query.until)
     store = graph.store
     with store.read(graph.scope):
+        names = () if query.entity is None else _names_over_time(store, query.entity)
+        where = ChangeFilter(since, until, query.author, query.via, names, query.before)
         return store.list_changes(where, query.limit)
+
+
+RENAMES_FOLLOWED = 20
+"""Earlier names an entity's changes are looked for under, at most."""
+
+_PAGE = 100
+
+
+def _names_over_time(store: Store, name: str) -> tuple[tuple[str, int, int | None], ...]:
+    """The names an entity has had, back through its renames, each with the changes it had it in
+    (`ChangeFilter.names`): from the change after another entity of that name last went (was
+    deleted or renamed away), to the change that renamed this one away (None: it has it still).
+    So a new entity that takes a deleted or renamed one's name has its own timeline."""
+    names: list[tuple[str, int, int | None]] = []
+    seen = {name}
+    waiting: list[tuple[str, int | None]] = [(name, None)]
+    while waiting and len(names) <= RENAMES_FOLLOWED:
+        current, upto = waiting.pop()
+        after = 0
+        before = None if upto is None else upto + 1
+        while not after:
+            page = store.list_changes(ChangeFilter(names=((current, 0, upto),), before=before), _PAGE)
+            for change in page.changes:
+                for op in change.ops:
+                    renamed_into = op["op"] == "update_entity" and op["name"] == current
+                    if renamed_into and op["before"]["name"] not in seen:
+                        seen.add(op["before"]["name"])
+                        waiting.append((op["before"]["name"], change.seq))
+                    if change.seq != upto and _gone(op, current):
+                        after = change.seq
+                if after:
+                    break
+            if not page.more:
+                break
+            before = page.changes[-1].seq
+        names.append((current, after, upto))
+    return tuple(names)
+
+
+def _gone(op: Op, name: str) -> bool:
+    """Whether `op` took the entity called `name` away: deleted it, or renamed it to another name."""
+    if op["op"] == "delete_entity":
+        return bool(op["entity"]["name"] == name)
+    return bool(op["op"] == "update_entity" and op["before"]["name"] == name and op["name"] != name)
 
 
 def describe(change: Change) -> list[str]:

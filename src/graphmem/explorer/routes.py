@@ -184,6 +184,7 @@ class Explorer:
             "entity": self._entity,
             "neighbours": self._neighbours,
             "path": self._path,
+            "changes": self._changes,
         }
 
     def open_paths(self) -> frozenset[str]:
@@ -345,6 +346,16 @@ class Explorer:
     async def _path(self, request: Request, state: AppState) -> Mapping[str, Any]:
         return await self._run(
             state, scopes.asked_of(request), views.path_between, _required(request, "from"), _required(request, "to")
+        )
+
+    async def _changes(self, request: Request, state: AppState) -> Mapping[str, Any]:
+        before = request.query_params.get("before")
+        return await self._run(
+            state,
+            scopes.asked_of(request),
+            views.entity_changes,
+            _required(request, "name"),
+            None if before is None else _whole_number(request, "before", 0),
         )
 
     def _edit_route(self, name: str) -> Callable[[Request], Awaitable[Response]]:

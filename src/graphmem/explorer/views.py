@@ -19,6 +19,7 @@ from graphmem.core.errors import InvalidInputError
 from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import SHARED, project_name
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.history import ChangeQuery, describe, list_changes
 from graphmem.domain.navigation import get_entity
 from graphmem.domain.observation_text import parse_observation
 from graphmem.domain.observations import ObservationRecord, history_of, records_of
@@ -346,3 +347,29 @@ def path_between(graph: KnowledgeGraph, start: str, end: str) -> dict[str, Any]:
         "entities": cards,
         "relations": [_relation(relation) for relation in found.relations],
     }
+
+
+TIMELINE = 20
+"""Changes an entity's timeline shows a page."""
+
+
+def entity_changes(graph: KnowledgeGraph, name: str, before: int | None) -> dict[str, Any]:
+    """An entity's timeline: the changes that named it, newest first, a page at a time
+    (`before`: the number of the last change of the page before)."""
+    page = list_changes(graph, ChangeQuery(entity=name, before=before, limit=TIMELINE))
+    answer: dict[str, Any] = {
+        "name": name,
+        "changes": [
+            {
+                "seq": change.seq,
+                "at": change.at,
+                "by": change.author or "local",
+                "via": change.via,
+                "did": describe(change),
+            }
+            for change in page.changes
+        ],
+    }
+    if page.more and page.changes:
+        answer["before"] = page.changes[-1].seq
+    return answer

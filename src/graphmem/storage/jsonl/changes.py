@@ -93,6 +93,10 @@ def _matches(change: Change, where: ChangeFilter, scope: Scope) -> bool:
     if where.author is not None and change.author != (where.author or None):
         return False
     named = [(project, name) for project, name in names_touched(change.ops) if scope.sees(project)]
-    if where.entity is not None:
-        return any(name == where.entity for _, name in named)
+    if where.names:
+        return any(
+            name == wanted and after < change.seq and (upto is None or change.seq <= upto)
+            for _, name in named
+            for wanted, after, upto in where.names
+        )
     return scope.every or bool(named)

@@ -13,6 +13,9 @@ from graphmem.storage.postgres.text import escape, unescape
 
 __all__ = ["_Changes"]
 
+_LAST = 2**63 - 1
+"""A change number past every change: a name that is still the entity's."""
+
 
 class _Changes(_Reads):
     """The change log of `PostgresStore`."""
@@ -56,9 +59,11 @@ class _Changes(_Reads):
             conditions.append("author IS NOT DISTINCT FROM %s")
             params.append(escape(where.author) or None)
         seen = self._seen("n.project")
-        if where.entity is not None:
-            conditions.append(f"seq IN (SELECT n.seq FROM change_entities AS n WHERE n.name = %s{seen})")
-            params.append(escape(where.entity))
+        if where.names:
+            named = " OR ".join("(n.name = %s AND n.seq > %s AND n.seq <= %s)" for _ in where.names)
+            conditions.append(f"seq IN (SELECT n.seq FROM change_entities AS n WHERE ({named}){seen})")
+            for name, after, upto in where.names:
+                params += [escape(name), after, _LAST if upto is None else upto]
         elif seen:
             # In a project: the changes that name its entities or the shared space's.
             conditions.append(f"EXISTS (SELECT 1 FROM change_entities AS n WHERE n.seq = changes.seq{seen})")

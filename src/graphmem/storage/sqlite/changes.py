@@ -13,6 +13,9 @@ from graphmem.storage.sqlite.scoping import visible
 
 __all__ = ["_Changes"]
 
+_LAST = 2**63 - 1
+"""A change number past every change: a name that is still the entity's."""
+
 
 class _Changes(_Reads):
     """The change log of `SQLiteStore`."""
@@ -48,9 +51,11 @@ class _Changes(_Reads):
             conditions.append("author IS ?")
             params.append(where.author or None)
         seen = "" if self._scope.every else f" AND {visible(self._scope, 'n.project')}"
-        if where.entity is not None:
-            conditions.append(f"seq IN (SELECT n.seq FROM change_entities AS n WHERE n.name = ?{seen})")
-            params.append(where.entity)
+        if where.names:
+            named = " OR ".join("(n.name = ? AND n.seq > ? AND n.seq <= ?)" for _ in where.names)
+            conditions.append(f"seq IN (SELECT n.seq FROM change_entities AS n WHERE ({named}){seen})")
+            for name, after, upto in where.names:
+                params += [name, after, _LAST if upto is None else upto]
         elif seen:
             # In a project: the changes that name its entities or the shared space's.
             conditions.append(f"EXISTS (SELECT 1 FROM change_entities AS n WHERE n.seq = changes.seq{seen})")

@@ -1,6 +1,8 @@
-// The side panel: one entity's type, project, aliases, facts and their history, its relations,
-// and the forms that correct them. Edit controls are only built when the token can write.
+// The side panel: one entity's type, project, aliases, facts and their history, its timeline of
+// changes, its relations, and the forms that correct them. Edit controls are only built when the
+// token can write.
 
+import { get } from "./api.js";
 import { el, field, shortTime } from "./dom.js";
 import { typeColour } from "./graph.js";
 
@@ -138,6 +140,8 @@ export function renderEntity(body, entity, neighbours, canWrite, actions, projec
     children.push(el("details", { class: "history-block" }, el("summary", {}, `History (${historyTotal} earlier version${historyTotal === 1 ? "" : "s"}${shownNote})`), history));
   }
 
+  children.push(timeline(name));
+
   // Relations: the first page of neighbours, each a link to open it.
   children.push(el("h3", {}, `Relations (${entity.relations.outgoing} out, ${entity.relations.incoming} in)`));
   const relations = el("ul", { class: "relations", "aria-label": "Relations" });
@@ -189,6 +193,41 @@ export function renderEntity(body, entity, neighbours, canWrite, actions, projec
     if (projects !== null) children.push(moveForm(entity, projects, actions));
   }
   body.replaceChildren(...children);
+}
+
+/**
+ * The entity's timeline: the changes that named it, newest first, read from the change log when
+ * the block is opened, and a page further on each "Older changes".
+ */
+function timeline(name) {
+  const list = el("ol", { class: "timeline", "aria-label": "Changes" });
+  const block = el("details", { class: "timeline-block" }, el("summary", {}, "Timeline"), list);
+  async function load(before) {
+    let page;
+    try {
+      page = await get("changes", { name, before });
+    } catch (error) {
+      list.append(el("li", { class: "meta" }, `The changes could not be read: ${error.message}`));
+      return;
+    }
+    if (!page.changes.length && before === undefined) list.append(el("li", { class: "meta" }, "No change recorded."));
+    for (const change of page.changes) {
+      const meta = [`change ${change.seq}`, shortTime(change.at), "by " + change.by, "via " + change.via].join(" · ");
+      list.append(el("li", { class: "change" }, el("p", { class: "meta" }, meta), ...change.did.map((line) => el("p", { class: "change-did" }, line))));
+    }
+    if (page.before !== undefined) {
+      const more = el("button", { type: "button", class: "link-button" }, "Older changes");
+      more.addEventListener("click", () => {
+        more.parentElement.remove();
+        load(page.before);
+      });
+      list.append(el("li", {}, more));
+    }
+  }
+  block.addEventListener("toggle", () => {
+    if (block.open && !list.childElementCount) load(undefined);
+  });
+  return block;
 }
 
 /** The path found between two entities, in order, each one a link. */

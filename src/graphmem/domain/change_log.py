@@ -117,12 +117,18 @@ class RecordingStore:
     def update_extras(self, entities: Sequence[Entity]) -> None:
         before = self.inner.get_entities([entity.name for entity in entities])
         self.inner.update_extras(entities)
-        self._ops.extend(_updated(entity, entity.name) for entity in before)
+        after = {entity.name: entity for entity in entities}
+        self._ops.extend(_updated(entity, after[entity.name]) for entity in before if entity.name in after)
 
     def update_entity(self, name: str, changed: Entity) -> None:
         before = self.inner.get_entities([name])
         self.inner.update_entity(name, changed)
-        self._ops.extend(_updated(entity, changed.name) for entity in before)
+        self._ops.extend(_updated(entity, changed) for entity in before)
+
+    def note(self, op: Op) -> None:
+        """Add an operation that changes nothing but says something of the change (an undo's
+        list of the changes it took back)."""
+        self._ops.append(op)
 
     def delete_entities(self, names: Sequence[str]) -> int:
         entities = self.inner.get_entities(names)
@@ -194,11 +200,31 @@ class RecordingStore:
         )
 
 
-def _updated(before: Entity, name: str) -> Op:
-    """An `update_entity` operation: the entity now called `name`, and what it was."""
-    return {
+def _updated(before: Entity, after: Entity) -> Op:
+    """An `update_entity` operation: the entity now called `after.name`, what it was, and which
+    of what a person sees of it changed (none: its metadata alone, the timestamps and fact records
+    every write refreshes)."""
+    changed = [
+        what
+        for what, old, new in (
+            ("name", before.name, after.name),
+            ("entityType", before.entity_type, after.entity_type),
+            ("aliases", before.aliases, after.aliases),
+        )
+        if old != new
+    ]
+    op: Op = {
         "op": "update_entity",
         "project": before.project,
-        "name": name,
+        "name": after.name,
         "before": {"name": before.name, "entityType": before.entity_type, "extra": before.extra},
     }
+    if changed:
+        op["changed"] = changed
+    return op
+
+
+def note_undone(store: Store, seqs: list[int]) -> None:
+    """Name, in the change being recorded, the changes it takes back (domain/undo.py)."""
+    if isinstance(store, RecordingStore):
+        store.note({"op": "undo", "changes": seqs})

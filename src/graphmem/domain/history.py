@@ -137,7 +137,7 @@ def _listed(names: list[str]) -> str:
 
 
 def _metadata_only(op: Op) -> bool:
-    return bool(op["op"] == "update_entity" and op["before"]["name"] == op["name"])
+    return bool(op["op"] == "update_entity" and not op.get("changed"))
 
 
 def _facts(count: int) -> str:
@@ -159,7 +159,8 @@ def _described(op: Op) -> str:
         before = op["before"]
         if before["name"] != op["name"]:
             return f"renamed {before['name']} to {op['name']}"
-        return f"updated {op['name']}"
+        changed = op.get("changed")
+        return f"changed the {' and '.join(changed)} of {op['name']}" if changed else f"updated {op['name']}"
     if kind == "create_relations":
         return f"related {_listed([f'{source} -{kind}-> {target}' for source, target, kind in op['keys']])}"
     if kind == "delete_relation":
@@ -170,4 +171,7 @@ def _described(op: Op) -> str:
     if kind == "move_relation":
         source, target, relation_type = op["key"]
         return f"moved the relation {source} -{relation_type}-> {target} to {project_name(op['to'])}"
+    if kind == "undo":
+        undone = op["changes"]
+        return f"undid change{'s' if len(undone) != 1 else ''} {_listed([str(seq) for seq in undone])}"
     return str(kind)

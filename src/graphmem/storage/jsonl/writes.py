@@ -58,7 +58,11 @@ class _Writes(_Tables):
             _HeadRow(Entity(changed.name, changed.entity_type, entity.observations, changed.extra, entity.project)),
         )
         if changed.name != name:
-            self._by_name.setdefault(changed.name, []).append(position)
+            # A name it had before (renamed back) may still list it: the index keeps stale
+            # positions, which a look-up checks, but never the same one twice.
+            positions = self._by_name.setdefault(changed.name, [])
+            if position not in positions:
+                positions.append(position)
 
     def delete_entities(self, names: Sequence[str]) -> int:
         self._check_writing()

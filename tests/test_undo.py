@@ -82,9 +82,7 @@ def test_a_change_a_later_one_depends_on_is_refused_by_name_and_undone_with_it(g
     graph.add_observations([ObservationAddition("Ada", ("likes tea",))])
     added = _latest(graph)
     before = snapshot(graph)
-    with pytest.raises(
-        InvalidInputError, match=rf"change {added} \(graphmem.*added 1 fact to Ada.*undo it too"
-    ):
+    with pytest.raises(InvalidInputError, match=rf"change {added} \(graphmem.*added 1 fact to Ada.*undo it too"):
         undo(graph, UndoAsk(changes=(created,)))
     assert snapshot(graph) == before  # refused: nothing changed
     undo(graph, UndoAsk(changes=(created, added)))

@@ -79,13 +79,9 @@ def undo(graph: KnowledgeGraph, ask: UndoAsk) -> UndoOutcome:
             scope, or a later change depends on what would be taken back (named).
     """
     if bool(ask.changes) == (ask.since is not None):
-        raise InvalidInputError(
-            "changes", "give the numbers of the changes to undo, or `since`: one of the two."
-        )
+        raise InvalidInputError("changes", "give the numbers of the changes to undo, or `since`: one of the two.")
     if ask.changes and (ask.author is not None or ask.via is not None):
-        raise InvalidInputError(
-            "author", "author and tool choose among the changes since a time: give `since` too."
-        )
+        raise InvalidInputError("author", "author and tool choose among the changes since a time: give `since` too.")
     store = graph.store
     with graph.through(VIA), store.write(graph.scope):
         chosen = _chosen(store, ask)

@@ -3,6 +3,7 @@ later change depends on them; on every backend, and as a property over random se
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from contextlib import suppress
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
+from mcp import Client
 
 from graphmem.config import Settings
 from graphmem.core.errors import InvalidInputError
@@ -20,7 +22,9 @@ from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.history import ChangeQuery, describe, list_changes
 from graphmem.domain.maintenance import EntityUpdate, update_entities
 from graphmem.domain.undo import UndoAsk, undo
+from graphmem.server import build_server
 from graphmem.storage import open_store
+from tests.test_cli import OFFICIAL, run
 
 
 @pytest.fixture
@@ -213,3 +217,54 @@ def test_undoing_every_change_after_a_moment_returns_to_the_memory_as_it_was_the
             assert snapshot(graph) == then
         finally:
             store.close()
+
+
+@pytest.mark.anyio
+async def test_an_agent_undoes_its_mistake_through_undo_changes(settings: Settings):
+    async with Client(build_server(dataclasses.replace(settings, toolset="all")), mode="legacy") as client:
+        ada = {"name": "Ada", "entityType": "person", "observations": ["wrote a program"]}
+        await client.call_tool("create_entities", {"entities": [ada]})
+        await client.call_tool(
+            "add_observations", {"observations": [{"entityName": "Ada", "contents": ["on the moon"]}]}
+        )
+        (latest,) = (await client.call_tool("list_changes", {"limit": 1})).structured_content["changes"]
+        dry = await client.call_tool("undo_changes", {"changes": [latest["seq"]], "dryRun": True})
+        assert dry.structured_content == {
+            "undone": [latest["seq"]],
+            "did": [f"change {latest['seq']} (add_observations): added 1 fact to Ada"],
+            "dryRun": True,
+        }
+        done = await client.call_tool("undo_changes", {"changes": [latest["seq"]]})
+        assert not done.is_error and done.content[0].text.startswith("Undid 1 change")
+        opened = await client.call_tool("open_nodes", {"names": ["Ada"]})
+        assert opened.structured_content["entities"][0]["observations"] == ["wrote a program"]
+        (undid,) = (await client.call_tool("list_changes", {"limit": 1})).structured_content["changes"]
+        assert (undid["via"], undid["did"][0]) == ("undo_changes", f"undid change {latest['seq']}")
+        refused = await client.call_tool("undo_changes", {"changes": [1]})  # Ada's creation: a fact came after
+        assert refused.is_error and "undo it too" in refused.content[0].text
+
+
+def test_graphmem_undo_shows_what_it_will_take_back_and_asks_first(tmp_path: Path):
+    memory = tmp_path / "memory.db"
+    run("import", "--memory-file", memory, OFFICIAL)
+    graph = KnowledgeGraph(open_store(Settings(memory_path=memory, semantic=False)))
+    try:
+        before = snapshot(graph)
+        graph.create_entities([Entity("Mistake", "thing", ("wrong",))])
+        wrong = _latest(graph)
+    finally:
+        graph.store.close()
+    dry = run("undo", "--memory-file", memory, wrong, "--dry-run").output
+    assert dry == f"change {wrong} (graphmem): created Mistake\nWould undo 1 change; nothing was changed (--dry-run).\n"
+    declined = run("undo", "--memory-file", memory, wrong, input=b"n\n")
+    assert declined.exit_code == 1 and "Aborted" in declined.output
+    assert run("undo", "--memory-file", memory, wrong, input=b"y\n").output.endswith(
+        "Undid 1 change, as a new change (graphmem history shows it).\n"
+    )
+    graph = KnowledgeGraph(open_store(Settings(memory_path=memory, semantic=False)))
+    try:
+        assert snapshot(graph) == before
+    finally:
+        graph.store.close()
+    refused = run("undo", "--memory-file", memory, "1", "--since", "2026-01-01", "--yes")
+    assert refused.exit_code == 1 and "one of the two" in refused.output

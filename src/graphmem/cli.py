@@ -1282,3 +1282,58 @@ def history_(
             click.echo(f"    {line}")
     if page.more:
         click.echo(f"Older changes: --before {page.changes[-1].seq}")
+
+
+@cli.command(name="undo")
+@memory_options
+@project_options
+@click.argument("changes", nargs=-1, type=int)
+@click.option("--since", help="Undo every change at or after this time (ISO 8601), instead of numbered ones.")
+@click.option("--author", help='With --since: only this token\'s changes ("" for local ones).')
+@click.option("--tool", help="With --since: only the changes made through this tool or command.")
+@click.option("--dry-run", is_flag=True, help="Say what would be undone, and change nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask first.")
+@click.pass_context
+def undo_(
+    ctx: click.Context,
+    memory_file: str | None,
+    strict: bool | None,
+    project: str | None,
+    workspace: str | None,
+    changes: tuple[int, ...],
+    since: str | None,
+    author: str | None,
+    tool: str | None,
+    dry_run: bool,
+    yes: bool,
+) -> None:
+    """Take back changes of the log (graphmem history shows their numbers) as one new change.
+
+    Refused, naming it, when a later change touched what they did: undo it with them.
+    """
+    from graphmem.domain.undo import UndoAsk, undo
+
+    settings = _settings(ctx, memory_file, strict, project=project, workspace=workspace)
+    graph = _open_graph(settings)
+    scope = EVERY if settings.project is None else Scope(settings.project.id)
+    ask = UndoAsk(changes, since, author, tool, dry_run=True)
+    try:
+        with graph.working_in(scope):
+            plan = undo(graph, ask)
+            for line in plan.lines:
+                click.echo(line)
+            if dry_run:
+                click.echo(f"Would undo {_changes_count(len(plan.undone))}; nothing was changed (--dry-run).")
+                return
+            if not yes:
+                click.confirm(f"Undo {_changes_count(len(plan.undone))}?", abort=True)
+            done = undo(graph, UndoAsk(changes, since, author, tool))
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        graph.store.close()
+    click.echo(f"Undid {_changes_count(len(done.undone))}, as a new change (graphmem history shows it).")
+
+
+def _changes_count(count: int) -> str:
+    return f"{count} change{'' if count == 1 else 's'}"

@@ -85,6 +85,7 @@ def undo(graph: KnowledgeGraph, ask: UndoAsk) -> UndoOutcome:
     store = graph.store
     with graph.through(VIA), store.write(graph.scope):
         chosen = _chosen(store, ask)
+        _refuse_unknown(chosen)
         _refuse_outside(graph.scope, chosen)
         _refuse_dependents(store, chosen)
         lines = [f"change {change.seq} ({change.via}): {line}" for change in chosen for line in describe(change)]
@@ -130,6 +131,35 @@ def _pages(store: Store, where: ChangeFilter, at_most: int) -> Iterator[Change]:
         if not page.more or not page.changes:
             return
         where = ChangeFilter(where.since, where.until, where.author, where.via, where.names, page.changes[-1].seq)
+
+
+_KNOWN = frozenset(
+    {
+        "create_entities",
+        "delete_entity",
+        "add_facts",
+        "remove_facts",
+        "update_entity",
+        "create_relations",
+        "delete_relation",
+        "move_entity",
+        "move_relation",
+        "undo",
+    }
+)
+
+
+def _refuse_unknown(chosen: list[Change]) -> None:
+    """A change holding an operation this graphmem does not know (a newer one wrote it) is not
+    taken back by halves."""
+    for change in chosen:
+        for op in change.ops:
+            if op.get("op") not in _KNOWN:
+                raise InvalidInputError(
+                    "changes",
+                    f"change {change.seq} holds an operation this graphmem cannot take back ({op.get('op')!r}); "
+                    "a newer graphmem wrote it: undo it with that one.",
+                )
 
 
 def _refuse_outside(scope: Scope, chosen: list[Change]) -> None:

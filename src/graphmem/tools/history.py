@@ -8,8 +8,9 @@ from pydantic import Field
 
 from graphmem.core.projects import project_name
 from graphmem.domain.history import DEFAULT_CHANGES, MOST_CHANGES, ChangeQuery, describe, list_changes
+from graphmem.domain.undo import MOST_UNDONE, UndoAsk, undo
 from graphmem.tools import schemas
-from graphmem.tools.base import READ, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json
+from graphmem.tools.base import READ, WRITE, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
 
 __all__ = ["HISTORY_TOOLS"]
 
@@ -41,6 +42,28 @@ def list_changes_tool(ctx: ToolContext, args: _ListArgs) -> ToolOutput:
     return ToolOutput(structured, dump_json(structured))
 
 
+class _UndoArgs(ToolArgs):
+    changes: list[int] = Field(default_factory=list, max_length=MOST_UNDONE)
+    since: Omittable[str] = None
+    author: Omittable[str] = None
+    tool: Omittable[str] = None
+    dry_run: bool = Field(default=False, alias="dryRun")
+
+
+def undo_changes_tool(ctx: ToolContext, args: _UndoArgs) -> ToolOutput:
+    outcome = undo(ctx.graph, UndoAsk(tuple(args.changes), args.since, args.author, args.tool, args.dry_run))
+    undone = [change.seq for change in outcome.undone]
+    structured: dict[str, Any] = {"undone": undone, "did": outcome.lines}
+    count = f"{len(undone)} {plural(len(undone), 'change', 'changes')}"
+    if outcome.dry_run:
+        structured["dryRun"] = True
+        summary = f"Would undo {count} ({', '.join(map(str, undone))}); nothing was changed:"
+    else:
+        summary = f"Undid {count} ({', '.join(map(str, undone))}), as a new change:"
+    text = "\n".join([summary, *(f"- {line}" for line in outcome.lines)])
+    return ToolOutput(structured, text, changed=not outcome.dry_run)
+
+
 HISTORY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_changes",
@@ -65,5 +88,27 @@ HISTORY_TOOLS: tuple[ToolSpec, ...] = (
         annotations=READ,
         arguments=_ListArgs,
         run=list_changes_tool,
+    ),
+    ToolSpec(
+        name="undo_changes",
+        title="Undo Changes",
+        description=(
+            "Take back changes of the log (list_changes), as one new change: by number (`changes`), or every "
+            "change `since` a time, maybe only an author's or a tool's. Refused, naming it, when a later change "
+            "touched what they did. `dryRun` says what it would undo."
+        ),
+        input_schema=schemas.arguments(
+            {
+                "changes": {"type": "array", "items": {"type": "integer"}},
+                "since": {"type": "string"},
+                "author": {"type": "string"},
+                "tool": {"type": "string"},
+                "dryRun": {"type": "boolean"},
+            }
+        ),
+        output_schema=schemas.shape({"undone": "array", "did": "array"}, {"dryRun": "boolean"}),
+        annotations=WRITE,
+        arguments=_UndoArgs,
+        run=undo_changes_tool,
     ),
 )

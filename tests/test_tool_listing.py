@@ -70,11 +70,12 @@ async def test_each_description_starts_with_the_official_one_and_adds_guidance(c
 
 # What graphmem adds on purpose, property by property: optional inputs and outputs.
 # `project` (which project to read) and `projects` / `relationProjects` (where each item lives,
-# when a read across every project shows more than one) on the reads.
+# when a read across every project shows more than one) on the reads; `asOf` (the memory as it
+# stood at a time) on the three reads.
 INPUT_ADDITIONS = {
-    "read_graph": {"entityType", "offset", "limit", "mode", "project"},
-    "search_nodes": {"entityType", "limit", "offset", "mode", "project"},
-    "open_nodes": {"project"},
+    "read_graph": {"entityType", "offset", "limit", "mode", "project", "asOf"},
+    "search_nodes": {"entityType", "limit", "offset", "mode", "project", "asOf"},
+    "open_nodes": {"project", "asOf"},
 }
 OUTPUT_ADDITIONS = {
     "create_entities": {"skipped"},
@@ -89,7 +90,7 @@ async def test_input_schemas_are_the_official_ones_apart_from_optional_additions
     ours = copy.deepcopy((await listed(client))[name]["inputSchema"])
     if name == "search_nodes":
         official_query = OFFICIAL_BY_NAME[name]["inputSchema"]["properties"]["query"]
-        assert list(ours["properties"]) == ["query", "entityType", "limit", "offset", "mode", "project"]
+        assert list(ours["properties"]) == ["query", "entityType", "limit", "offset", "mode", "project", "asOf"]
         # Still first and the official string, with a length limit.
         assert ours["properties"]["query"] == {**official_query, "maxLength": 2048}
         assert ours["properties"]["entityType"]["type"] == "string"

@@ -36,7 +36,7 @@ from graphmem.domain.observations import NewObservation, change_observations
 from graphmem.storage.base import Store
 from graphmem.storage.entity_query import instant
 
-__all__ = ["MOST_UNDONE", "UndoAsk", "UndoOutcome", "undo"]
+__all__ = ["MOST_UNDONE", "UndoAsk", "UndoOutcome", "changes_since", "take_back", "undo"]
 
 MOST_UNDONE = 1_000
 """Changes one undo takes back at most."""
@@ -94,7 +94,7 @@ def undo(graph: KnowledgeGraph, ask: UndoAsk) -> UndoOutcome:
             note_undone(store, [change.seq for change in chosen])
             for change in chosen:
                 for op in reversed(change.ops):
-                    _take_back(graph, op)
+                    take_back(graph, op)
     return UndoOutcome(chosen, lines, ask.dry_run)
 
 
@@ -119,6 +119,11 @@ def _chosen(store: Store, ask: UndoAsk) -> list[Change]:
     if not found:
         raise InvalidInputError("since", "finds no change to undo (list_changes shows what there is).")
     return found
+
+
+def changes_since(store: Store, where: ChangeFilter, at_most: int) -> list[Change]:
+    """The changes `where` finds, newest first, `at_most` of them."""
+    return list(_pages(store, where, at_most))
 
 
 def _pages(store: Store, where: ChangeFilter, at_most: int) -> Iterator[Change]:
@@ -276,7 +281,7 @@ def _project_of(op: Op) -> str:
     return str(op["project"])
 
 
-def _take_back(graph: KnowledgeGraph, op: Op) -> None:
+def take_back(graph: KnowledgeGraph, op: Op) -> None:
     """Take back one operation; across every project, in the scope of the project it touched."""
     if op["op"] == "undo":
         return  # a note of what an undo took back: nothing to take back itself

@@ -24,6 +24,7 @@ from graphmem.core.errors import (
 from graphmem.core.identity import Identity
 from graphmem.core.projects import Scope
 from graphmem.domain import projects
+from graphmem.domain.as_of import as_of
 from graphmem.server.access import read_only_refusal
 from graphmem.server.state import AppState
 from graphmem.tools import ToolOutput, ToolSpec
@@ -86,6 +87,8 @@ class Asked:
     header: str | None = None
     via: str | None = None
     """What the change log says the call was made through: the tool's name unless a front names itself."""
+    as_of: str | None = None
+    """The call's `asOf`: answer as the memory stood at that time (domain/as_of.py)."""
 
 
 def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: Asked) -> ToolOutput:
@@ -102,6 +105,9 @@ def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: As
         graph.through(asked.via or spec.name),
         graph.working_in(scope, None if identity is None else identity.projects),
     ):
+        if asked.as_of is not None:
+            # Not from the answers kept: those are of the memory as it is.
+            return as_of(graph, asked.as_of, lambda: spec.run(state.tools, arguments))
         return state.answers.run(spec, state.tools, arguments)
 
 
@@ -118,6 +124,26 @@ def scope_asked(state: AppState, asked: Asked, *, writes: bool) -> Scope:
             reach=None if asked.identity is None else asked.identity.projects,
             writes=writes,
         )
+
+
+def _as_of_argument(tool: str, arguments: Any, read_only: bool) -> tuple[Any, str | None, Refusal | None]:
+    """The call's arguments without `asOf`, which any read takes (the memory as it stood then),
+    and its value; an `asOf` that is not text, or on a tool that writes, is refused."""
+    if not isinstance(arguments, dict) or "asOf" not in arguments:
+        return arguments, None, None
+    when = arguments["asOf"]
+    problem = None
+    if not isinstance(when, str):
+        problem = f"asOf: is {json.dumps(when)[:40]}, not a text. Give an ISO 8601 time, or leave it out."
+    elif not read_only:
+        problem = "asOf: is for reads; a write always changes the memory as it is now. Leave it out."
+    if problem is not None:
+        return (
+            arguments,
+            None,
+            Refusal(f"Input validation error: Invalid arguments for tool {tool}: {problem}", "invalid"),
+        )
+    return {key: value for key, value in arguments.items() if key != "asOf"}, when, None
 
 
 def _project_argument(tool: str, arguments: Any) -> tuple[Any, str | None, Refusal | None]:
@@ -159,11 +185,14 @@ async def run_tool_call(
     arguments, project, refused = _project_argument(spec.name, arguments)
     if refused is not None:
         return refused
+    arguments, when, refused = _as_of_argument(spec.name, arguments, read_only)
+    if refused is not None:
+        return refused
     try:
         parsed = spec.arguments.model_validate(arguments or {})
     except ValidationError as error:
         return Refusal(format_validation_error(spec.name, error), "invalid")
-    asked = Asked(identity, project, project_header, via)
+    asked = Asked(identity, project, project_header, via, when)
     try:
         return await state.run(_run_within_limit, state, spec, parsed, asked, writes=not read_only)
     except GraphmemError as error:

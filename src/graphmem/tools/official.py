@@ -595,6 +595,7 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
                 "offset": {"type": "integer", "minimum": 0, "maximum": _LIMITS.max_offset, "default": 0},
                 "mode": {"enum": list(SEARCH_MODES), "default": "hybrid"},
                 **schemas.PROJECT_ARGUMENT,
+                **schemas.AS_OF_ARGUMENT,
             },
             ["query"],
         ),
@@ -613,7 +614,11 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
             "When you know the exact names, e.g. from search_nodes; with every relation touching them."
         ),
         input_schema=schemas.input_schema(
-            {"names": {**_NAMES, "description": "An array of entity names to retrieve"}, **schemas.PROJECT_ARGUMENT},
+            {
+                "names": {**_NAMES, "description": "An array of entity names to retrieve"},
+                **schemas.PROJECT_ARGUMENT,
+                **schemas.AS_OF_ARGUMENT,
+            },
             ["names"],
         ),
         output_schema=schemas.BOUNDED_GRAPH_RESULT,

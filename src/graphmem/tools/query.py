@@ -126,6 +126,7 @@ QUERY_TOOLS: tuple[ToolSpec, ...] = (
                 "offset": {"type": "integer", "minimum": 0, "maximum": _LIMITS.max_query_offset, "default": 0},
                 "limit": {"type": "integer", "minimum": 1, "maximum": _LIMITS.max_page_size},
                 **schemas.PROJECT_ARGUMENT,
+                **schemas.AS_OF_ARGUMENT,
             }
         ),
         output_schema=schemas.shape({"entities": "array", "total": "integer"}, {"truncated": "object"}),

@@ -138,6 +138,9 @@ PROJECT_LISTS: dict[str, Any] = {"projects": {"type": "array"}, "relationProject
 # The `project` argument every read takes: the server's project is the default.
 PROJECT_ARGUMENT: dict[str, Any] = {"project": {"type": "string", "description": 'a project, "shared", or "*" for all'}}
 
+# The `asOf` argument the four main reads list (any read takes it): the memory as it stood then.
+AS_OF_ARGUMENT: dict[str, Any] = {"asOf": {"type": "string", "description": "ISO 8601: as the memory stood then"}}
+
 # A graph answer that may be cut to the response budget: the official shape plus `truncated`.
 BOUNDED_GRAPH_RESULT = {
     **GRAPH_RESULT,
@@ -162,6 +165,7 @@ READ_GRAPH_INPUT = input_schema(
             "description": "names: names and types only; summary: also how many observations and relations",
         },
         **PROJECT_ARGUMENT,
+        **AS_OF_ARGUMENT,
     },
     [],
 )

@@ -18,12 +18,14 @@ from mcp import Client
 
 from graphmem.config import Settings
 from graphmem.core.errors import InvalidInputError
-from graphmem.core.models import Entity, ObservationAddition
+from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion, Relation
 from graphmem.domain.as_of import as_of
+from graphmem.domain.diff import diff_memory
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.history import ChangeQuery, list_changes
 from graphmem.server import build_server
 from graphmem.storage import open_store
+from tests.test_cli import run
 from tests.test_undo import _WRITES, _try_write, snapshot
 
 
@@ -103,3 +105,53 @@ def test_the_memory_as_of_each_step_is_the_snapshot_taken_then(backend: str, wri
                 assert as_of(graph, moment, lambda: snapshot(graph)) == then
         finally:
             store.close()
+
+
+def test_a_diff_says_what_changed_between_two_times(graph: KnowledgeGraph):
+    graph.create_entities([Entity("Ada", "person", ("wrote a program",)), Entity("Acme", "company")])
+    graph.create_relations([Relation("Ada", "Acme", "works_at")])
+    start = _now(graph)
+    graph.add_observations([ObservationAddition("Ada", ("lives in Oslo",))])
+    graph.delete_observations([ObservationDeletion("Ada", ("wrote a program",))])
+    graph.delete_entities(["Acme"])
+    graph.create_entities([Entity("Bob", "person")])
+    graph.create_relations([Relation("Ada", "Bob", "knows")])
+    middle = _now(graph)
+    graph.create_entities([Entity("Cy", "person")])
+    diff = diff_memory(graph, start, middle)
+    assert diff.changes == 5
+    assert [e.name for e in diff.added] == ["Bob"] and [e.name for e in diff.removed] == ["Acme"]
+    (ada,) = diff.changed
+    assert (ada.name, ada.added, ada.removed) == ("Ada", ["lives in Oslo"], ["wrote a program"])
+    assert [r.key for r in diff.related] == [("Ada", "Bob", "knows")]
+    assert [r.key for r in diff.unrelated] == [("Ada", "Acme", "works_at")]
+    assert [e.name for e in diff_memory(graph, middle).added] == ["Cy"]  # until now
+    with pytest.raises(InvalidInputError, match="until.*before since"):
+        diff_memory(graph, middle, start)
+
+
+@pytest.mark.anyio
+async def test_diff_memory_answers_over_the_real_client(settings: Settings):
+    async with Client(build_server(dataclasses.replace(settings, toolset="all")), mode="legacy") as client:
+        ada = {"name": "Ada", "entityType": "person", "observations": []}
+        await client.call_tool("create_entities", {"entities": [ada]})
+        answer = await client.call_tool("diff_memory", {"since": "2000-01-01"})
+        assert answer.structured_content["addedEntities"] == {"items": ["Ada"], "total": 1}
+        assert answer.structured_content["removedEntities"] == {"items": [], "total": 0}
+        refused = await client.call_tool("diff_memory", {"since": "whenever"})
+        assert refused.is_error and "since" in refused.content[0].text
+
+
+def test_graphmem_diff_prints_what_changed(tmp_path: Path):
+    memory = tmp_path / "memory.db"
+    graph = KnowledgeGraph(open_store(Settings(memory_path=memory, semantic=False)))
+    try:
+        graph.create_entities([Entity("Ada", "person", ("wrote a program",))])
+        start = _now(graph)
+        graph.add_observations([ObservationAddition("Ada", ("lives in Oslo",))])
+        graph.create_relations([Relation("Ada", "Babbage", "knows")])
+    finally:
+        graph.store.close()
+    output = run("diff", "--memory-file", memory, "--since", start).output
+    assert output.splitlines()[1:] == ["~ Ada", "    + lives in Oslo", "+ Ada -knows-> Babbage"]
+    assert output.startswith(f"From {start} to ") and output.splitlines()[0].endswith(": 2 changes.")

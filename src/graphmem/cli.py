@@ -1337,3 +1337,50 @@ def undo_(
 
 def _changes_count(count: int) -> str:
     return f"{count} change{'' if count == 1 else 's'}"
+
+
+@cli.command(name="diff")
+@memory_options
+@project_options
+@click.option("--since", required=True, help="The earlier time (ISO 8601: 2026-11-20, 2026-11-20T14:30Z).")
+@click.option("--until", help="The later time; now when left out.")
+@click.pass_context
+def diff_(
+    ctx: click.Context,
+    memory_file: str | None,
+    strict: bool | None,
+    project: str | None,
+    workspace: str | None,
+    since: str,
+    until: str | None,
+) -> None:
+    """Show what changed between two times: entities added, removed or changed, relations added and removed."""
+    from graphmem.domain.diff import diff_memory
+
+    settings = _settings(ctx, memory_file, strict, project=project, workspace=workspace)
+    graph = _open_graph(settings)
+    scope = EVERY if settings.project is None else Scope(settings.project.id)
+    try:
+        with graph.working_in(scope):
+            diff = diff_memory(graph, since, until)
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        graph.store.close()
+    click.echo(f"From {diff.since} to {diff.until}: {_changes_count(diff.changes)}.")
+    for entity in diff.added:
+        click.echo(f"+ {entity.name} ({entity.entity_type})")
+    for entity in diff.removed:
+        click.echo(f"- {entity.name} ({entity.entity_type})")
+    for difference in diff.changed:
+        click.echo(f"~ {difference.name}")
+        if difference.type_before != difference.type_after:
+            click.echo(f"    type: {difference.type_before} -> {difference.type_after}")
+        for fact in difference.added:
+            click.echo(f"    + {fact}")
+        for fact in difference.removed:
+            click.echo(f"    - {fact}")
+    for relation in diff.related:
+        click.echo(f"+ {relation.from_} -{relation.relation_type}-> {relation.to}")
+    for relation in diff.unrelated:
+        click.echo(f"- {relation.from_} -{relation.relation_type}-> {relation.to}")

@@ -6,7 +6,9 @@ from typing import Any
 
 from pydantic import Field
 
+from graphmem.core.models import Relation
 from graphmem.core.projects import project_name
+from graphmem.domain.diff import DIFF_ITEMS, MemoryDiff, diff_memory
 from graphmem.domain.history import DEFAULT_CHANGES, MOST_CHANGES, ChangeQuery, describe, list_changes
 from graphmem.domain.undo import MOST_UNDONE, UndoAsk, undo
 from graphmem.tools import schemas
@@ -64,6 +66,49 @@ def undo_changes_tool(ctx: ToolContext, args: _UndoArgs) -> ToolOutput:
     return ToolOutput(structured, text, changed=not outcome.dry_run)
 
 
+class _DiffArgs(ToolArgs):
+    since: str
+    until: Omittable[str] = None
+
+
+def _bounded(items: list[Any]) -> dict[str, Any]:
+    listed: dict[str, Any] = {"items": items[:DIFF_ITEMS], "total": len(items)}
+    return listed
+
+
+def _relation_line(relation: Relation) -> str:
+    return f"{relation.from_} -{relation.relation_type}-> {relation.to}"
+
+
+def diff_structured(diff: MemoryDiff) -> dict[str, Any]:
+    """A diff as the tool answers it: each list at most `DIFF_ITEMS` long, with its total."""
+    changed = []
+    for difference in diff.changed:
+        item: dict[str, Any] = {"name": difference.name}
+        if difference.added:
+            item["addedFacts"] = difference.added
+        if difference.removed:
+            item["removedFacts"] = difference.removed
+        if difference.type_before != difference.type_after:
+            item["entityType"] = [difference.type_before, difference.type_after]
+        changed.append(item)
+    return {
+        "since": diff.since,
+        "until": diff.until,
+        "changes": diff.changes,
+        "addedEntities": _bounded([entity.name for entity in diff.added]),
+        "removedEntities": _bounded([entity.name for entity in diff.removed]),
+        "changedEntities": _bounded(changed),
+        "addedRelations": _bounded([_relation_line(relation) for relation in diff.related]),
+        "removedRelations": _bounded([_relation_line(relation) for relation in diff.unrelated]),
+    }
+
+
+def diff_memory_tool(ctx: ToolContext, args: _DiffArgs) -> ToolOutput:
+    structured = diff_structured(diff_memory(ctx.graph, args.since, args.until))
+    return ToolOutput(structured, dump_json(structured))
+
+
 HISTORY_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="list_changes",
@@ -110,5 +155,30 @@ HISTORY_TOOLS: tuple[ToolSpec, ...] = (
         annotations=WRITE,
         arguments=_UndoArgs,
         run=undo_changes_tool,
+    ),
+    ToolSpec(
+        name="diff_memory",
+        title="Diff Memory",
+        description=(
+            "What changed between two times (ISO 8601; `until` defaults to now): entities added, removed "
+            "or changed (facts added and removed, type), relations added and removed; 50 of each at most, "
+            "with totals."
+        ),
+        input_schema=schemas.arguments({"since": {"type": "string"}, "until": {"type": "string"}}, ["since"]),
+        output_schema=schemas.shape(
+            {
+                "since": "string",
+                "until": "string",
+                "changes": "integer",
+                "addedEntities": "object",
+                "removedEntities": "object",
+                "changedEntities": "object",
+                "addedRelations": "object",
+                "removedRelations": "object",
+            }
+        ),
+        annotations=READ,
+        arguments=_DiffArgs,
+        run=diff_memory_tool,
     ),
 )

@@ -117,6 +117,9 @@ async def test_input_schemas_are_the_official_ones_apart_from_optional_additions
         item = ours["properties"]["observations"]["items"]
         assert item["properties"].pop("supersedes")["type"] == "array"
         assert "supersedes" not in item["required"]
+        # What the one content sets: the entity keeps one current fact of an attribute.
+        assert item["properties"].pop("attribute")["type"] == "string"
+        assert "attribute" not in item["required"]
     assert ours == OFFICIAL_BY_NAME[name]["inputSchema"]
 
 

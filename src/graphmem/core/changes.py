@@ -11,8 +11,8 @@ memory as it was and undoing a change read; the memory itself holds the after.
     {"op": "delete_entity", "entity": {"name": ..., "entityType": ..., "observations": [...],
                                        "extra": {...} | null, "project": ""}}
     {"op": "add_facts", "project": "", "name": "Ada", "facts": ["..."]}       appended, in order
-    {"op": "remove_facts", "project": "", "name": "Ada", "facts": [[3, "..."], ...]}
-                                                              each with its place before
+    {"op": "remove_facts", "project": "", "name": "Ada", "facts": [[3, "...", "employer"?], ...]}
+                                          each with its place before (and its attribute)
     {"op": "update_entity", "project": "", "name": "Ada Lovelace",           its name after
      "before": {"name": "Ada", "entityType": "person", "extra": {...} | null}}
     {"op": "create_relations", "project": "", "keys": [[from, to, relationType], ...]}

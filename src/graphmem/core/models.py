@@ -140,6 +140,8 @@ class ObservationAddition:
     entity_name: str
     contents: tuple[str, ...]
     supersedes: tuple[str | None, ...] = ()
+    attribute: str | None = None
+    """What the one content sets (`employer`): it replaces the entity's current value of it."""
 
 
 @dataclass(frozen=True, slots=True)

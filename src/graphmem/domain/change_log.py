@@ -26,6 +26,7 @@ from typing import Any
 from graphmem.core.changes import NewChange, Op, entity_record, relation_record
 from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import EVERY, SHARED, Scope
+from graphmem.domain.observations import records_of
 from graphmem.storage.base import Store
 
 __all__ = ["RecordingStore"]
@@ -105,11 +106,17 @@ class RecordingStore:
         )
 
     def remove_observations(self, name: str, contents: Sequence[str]) -> int:
-        before = self.inner.observations_of(name) or []
+        found = self.inner.get_entities([name])
+        before = records_of(found[0]) if found else []
         removed = self.inner.remove_observations(name, contents)
         if removed:
             wanted = set(contents)
-            facts = [[place, fact] for place, fact in enumerate(before) if fact in wanted]
+            # Each with its place, and the attribute it set (undo puts it back as that value).
+            facts = [
+                [place, record.content] + ([record.attribute] if record.attribute is not None else [])
+                for place, record in enumerate(before)
+                if record.content in wanted
+            ]
             project = self._projects_of([name]).get(name, SHARED)
             self._ops.append({"op": "remove_facts", "project": project, "name": name, "facts": facts})
         return removed

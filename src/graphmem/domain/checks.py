@@ -11,6 +11,7 @@ from graphmem.core.limits import Limits
 from graphmem.core.models import (
     Entity,
     Graph,
+    ObservationAddition,
     Relation,
 )
 from graphmem.core.projects import Scope
@@ -72,6 +73,23 @@ class Checks:
                 found = validation.observation_problem(content)
                 if found is not None:
                     raise InvalidInputError(f"{field}[{index}]", f"{found[0]} {found[1]}")
+
+    def _check_attribute(self, field: str, addition: ObservationAddition) -> None:
+        """An attribute names what one fact sets: a short name, and one content with it."""
+        if addition.attribute is None:
+            return
+        self._check_name(f"{field}.attribute", addition.attribute)
+        if len(addition.contents) != 1:
+            raise InvalidInputError(
+                f"{field}.attribute",
+                f"goes with one content (the attribute's value) and this item has {len(addition.contents)}; "
+                "give each value its own item.",
+            )
+        if addition.supersedes and addition.supersedes[0] is not None:
+            raise InvalidInputError(
+                f"{field}.attribute",
+                "and supersedes both say which fact this one replaces; give one of them.",
+            )
 
     def _check_entities(self, entities: Sequence[Entity]) -> None:
         self._check_batch("entities", entities)

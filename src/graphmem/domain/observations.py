@@ -65,6 +65,8 @@ class ObservationRecord:
     supersedes: str | None = None
     superseded_by: str | None = None
     author: str | None = None
+    attribute: str | None = None
+    """What the fact sets (`employer`): an entity holds one current fact of an attribute."""
 
     @property
     def current(self) -> bool:
@@ -82,6 +84,7 @@ class ObservationRecord:
             "supersedes": self.supersedes,
             "supersededBy": self.superseded_by,
             "author": self.author,
+            "attribute": self.attribute,
             "status": parsed.status.capitalize() if parsed.status else None,
             "timestamp": parsed.timestamp.isoformat().replace("+00:00", "Z") if parsed.timestamp else None,
         }
@@ -98,6 +101,7 @@ class ObservationRecord:
             ("supersedes", self.supersedes),
             ("supersededBy", self.superseded_by),
             ("author", self.author),
+            ("attribute", self.attribute),
         ):
             if value is not None:
                 meta[key] = value
@@ -132,6 +136,7 @@ def _record(content: str, meta: Any, fallback_id: str) -> ObservationRecord:
         text("supersedes"),
         text("supersededBy"),
         text("author"),
+        text("attribute"),
     )
 
 
@@ -208,6 +213,8 @@ class NewObservation:
     thread_id: str | None = None
     confidence: float | None = None
     importance: float | None = None
+    attribute: str | None = None
+    """What the fact sets: the entity's current fact of the same attribute, if any, is superseded."""
 
 
 def new_records(
@@ -287,7 +294,13 @@ def plan_observations(
             item.confidence,
             item.importance,
             author=author,
+            attribute=item.attribute,
         )
+        if item.supersedes is None and item.attribute is not None:
+            # One current value an attribute: the one there is becomes a past version.
+            same = next((r for r in kept if r.attribute == item.attribute), None)
+            if same is not None:
+                item = replace(item, supersedes=same.id)
         if item.supersedes is not None:
             old = next((r for r in kept if r.id == item.supersedes), None)
             if old is None:

@@ -313,7 +313,7 @@ def _apply_backward(graph: KnowledgeGraph, op: Op) -> None:
     elif kind == "add_facts":
         change_observations(store, op["name"], (), op["facts"], now_iso(), "changes", graph.author)
     elif kind == "remove_facts":
-        added = [NewObservation(fact) for _, fact in op["facts"]]
+        added = [NewObservation(fact[1], attribute=fact[2] if len(fact) > 2 else None) for fact in op["facts"]]
         change_observations(store, op["name"], added, (), now_iso(), "changes", graph.author)
     elif kind == "update_entity" and op.get("changed"):
         before = op["before"]

@@ -166,6 +166,7 @@ class Writes(Reads):
         for index, addition in enumerate(additions):
             self._check_name(f"observations[{index}].entityName", addition.entity_name)
             self._check_observations(f"observations[{index}].contents", addition.contents)
+            self._check_attribute(f"observations[{index}]", addition)
         results: list[AddedObservations] = []
         now = now_iso()
         with self.writing():
@@ -185,7 +186,10 @@ class Writes(Reads):
                 if name is None:
                     raise EntityNotFoundError(addition.entity_name)
                 corrects = list(addition.supersedes) + [None] * (len(addition.contents) - len(addition.supersedes))
-                new = [NewObservation(content, old) for content, old in zip(addition.contents, corrects, strict=False)]
+                new = [
+                    NewObservation(content, old, attribute=addition.attribute)
+                    for content, old in zip(addition.contents, corrects, strict=False)
+                ]
                 plan = plan_observations(after[name], new, (), now, f"observations[{index}].supersedes", self.author)
                 if plan.entity is not None:
                     after[name] = plan.entity

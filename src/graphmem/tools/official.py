@@ -82,6 +82,7 @@ class _AdditionArg(ToolArgs):
     entity_name: str = Field(alias="entityName")
     contents: list[str]
     supersedes: list[str | None] = Field(default_factory=list)
+    attribute: Omittable[str] = None
 
     @model_validator(mode="after")
     def _one_per_content(self) -> _AdditionArg:
@@ -188,7 +189,7 @@ def create_relations(ctx: ToolContext, args: _RelationsArgs) -> ToolOutput:
 def add_observations(ctx: ToolContext, args: _AddObservationsArgs) -> ToolOutput:
     results = ctx.graph.add_observations(
         [
-            ObservationAddition(item.entity_name, tuple(item.contents), tuple(item.supersedes))
+            ObservationAddition(item.entity_name, tuple(item.contents), tuple(item.supersedes), item.attribute)
             for item in args.observations
         ]
     )
@@ -458,6 +459,10 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
                                 "type": "array",
                                 "items": {"type": "string"},
                                 "description": 'One per content: the id of the fact it corrects, or "" for a new fact',
+                            },
+                            "attribute": {
+                                "type": "string",
+                                "description": "What the one content sets (employer): it replaces the current value",
                             },
                         },
                         "required": ["entityName", "contents"],

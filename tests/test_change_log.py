@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,10 +15,11 @@ from mcp import Client
 
 from graphmem.config import Settings
 from graphmem.core.changes import Change
-from graphmem.core.errors import EntityNotFoundError, InvalidInputError
+from graphmem.core.errors import ConfigError, EntityNotFoundError, InvalidInputError
 from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion, Relation
 from graphmem.core.projects import EVERY, Scope
-from graphmem.domain import projects
+from graphmem.domain import maintenance, projects
+from graphmem.domain.as_of import as_of
 from graphmem.domain.graph import LIBRARY, KnowledgeGraph
 from graphmem.domain.history import ChangeQuery, describe, list_changes
 from graphmem.domain.maintenance import EntityUpdate, update_entities
@@ -190,3 +193,46 @@ def test_graphmem_history_prints_the_log_newest_first(tmp_path: Path):
     assert "no change matches" in run("history", "--memory-file", memory, "--tool", "explorer").output.lower()
     refused = run("history", "--memory-file", memory, "--since", "soon")
     assert refused.exit_code == 1 and "since" in refused.output and "ISO 8601" in refused.output
+
+
+def test_compact_keeps_the_days_of_history_the_retention_says_and_no_time_before_is_seen(
+    graph: KnowledgeGraph, monkeypatch: pytest.MonkeyPatch
+):
+    graph.create_entities([Entity("Old", "thing")])
+    old = _changes(graph)[0]
+    time.sleep(0.02)
+    graph.create_entities([Entity("New", "thing")])
+    new = _changes(graph)[0]
+    # 30 days on from a moment between the two: the first is older than a retention of 30 days.
+    between = _moment(old.at) + (_moment(new.at) - _moment(old.at)) / 2
+    graph.history_days = 30
+    monkeypatch.setattr(maintenance, "datetime", _Clock(between + timedelta(days=30)))
+    maintenance.compact(graph)
+    assert [describe(c) for c in _changes(graph)] == [["created New"]]
+    with graph.store.read():
+        since = graph.store.history_since()
+    assert since is not None and old.at < since <= new.at
+    with pytest.raises(InvalidInputError, match="asOf.*where the history this memory keeps starts"):
+        as_of(graph, old.at, lambda: None)
+    assert as_of(graph, new.at, lambda: sorted(e.name for e in graph.read_graph().entities)) == ["New", "Old"]
+
+
+def _moment(at: str) -> datetime:
+    return datetime.fromisoformat(at.replace("Z", "+00:00"))
+
+
+class _Clock:
+    """`datetime` with a `now` that is a given moment (what compact takes the retention from)."""
+
+    def __init__(self, moment: datetime) -> None:
+        self._moment = moment
+
+    def now(self, tz: object = None) -> datetime:
+        return self._moment
+
+
+def test_the_retention_is_a_whole_number_of_days():
+    assert Settings.from_env({"GRAPHMEM_HISTORY_DAYS": "365"}).history_days == 365
+    assert Settings.from_env({}).history_days is None
+    with pytest.raises(ConfigError, match="GRAPHMEM_HISTORY_DAYS.*whole number of days"):
+        Settings.from_env({"GRAPHMEM_HISTORY_DAYS": "a year"})

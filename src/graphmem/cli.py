@@ -208,9 +208,11 @@ def _open_graph(settings: Settings) -> KnowledgeGraph:
     # a server's background worker keeps to one, leaving the others to its clients.
     loader = partial(load_embedder, workers=os.cpu_count() or 1) if settings.semantic else None
     try:
-        return KnowledgeGraph(
+        graph = KnowledgeGraph(
             open_store(settings), strict=settings.strict, limits=settings.limits, load_embedder=loader
         )
+        graph.history_days = settings.history_days
+        return graph
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
 

@@ -206,6 +206,8 @@ class Settings:
     tools: tuple[str, ...] | None = None
     call_time_limit: float = DEFAULT_CALL_TIME_LIMIT
     semantic: bool = True
+    history_days: int | None = None
+    """How many days of the change log `compact` keeps (GRAPHMEM_HISTORY_DAYS); None: all of it."""
     project: ProjectChoice | None = None
     why_no_project: str | None = None
     roots_may_choose: bool = False
@@ -332,6 +334,11 @@ class Settings:
             )
         elif not call_time_limit >= 0:
             raise ConfigError("--call-time-limit", str(call_time_limit), _TIME_LIMIT_HINT)
+        history = env.get("GRAPHMEM_HISTORY_DAYS", "").strip()
+        if history and not (history.isdigit() and int(history) > 0):
+            raise ConfigError(
+                "GRAPHMEM_HISTORY_DAYS", history, "Give a whole number of days (365), or leave it unset to keep all."
+            )
         project_setting = project if project is not None else env.get("GRAPHMEM_PROJECT", "")
         workspace_source = "--workspace" if workspace is not None else "GRAPHMEM_WORKSPACE"
         workspace = workspace if workspace is not None else env.get("GRAPHMEM_WORKSPACE")
@@ -359,6 +366,7 @@ class Settings:
             tools=tool_names,
             call_time_limit=call_time_limit,
             semantic=semantic,
+            history_days=int(history) if history else None,
             project=chosen if isinstance(chosen, ProjectChoice) else None,
             why_no_project=chosen.reason if isinstance(chosen, NoProject) else None,
             roots_may_choose=chosen is not None and project_setting.strip().lower() == AUTO and not named_workspace,

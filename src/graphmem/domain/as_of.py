@@ -58,6 +58,11 @@ def as_of(graph: KnowledgeGraph, when: str, read: Callable[[], T]) -> T:
     store = graph.store
     try:
         with graph.working_in(EVERY), store.write(EVERY):
+            kept_since = store.history_since()
+            if kept_since is not None and moment < kept_since:
+                raise InvalidInputError(
+                    "asOf", f"is before {kept_since}, where the history this memory keeps starts; ask for a later time."
+                )
             # Changes at the moment itself are kept: asOf a change's time shows it made.
             later = changes_since(store, ChangeFilter(since=moment), MOST_TAKEN_BACK + 1)
             if len(later) > MOST_TAKEN_BACK:

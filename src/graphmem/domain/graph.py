@@ -61,6 +61,8 @@ class KnowledgeGraph(Writes, Searches):
         self.strict = strict
         self.author: str | None = None
         """Who the calls made now are made by (`authored_by`); None: nobody named."""
+        self.history_days: int | None = None
+        """How many days of the change log `compact` keeps; None: all of it."""
         self.via = LIBRARY
         """What the calls made now are made through (`through`): a tool's name or a command."""
         self.scope: Scope = EVERY

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from graphmem.core.errors import EntityNotFoundError, InvalidInputError, ProjectConflictError, RelationNotFoundError
 from graphmem.core.models import Entity, Relation
@@ -334,6 +335,12 @@ def update_relations(graph: KnowledgeGraph, updates: Sequence[RelationUpdate]) -
 def compact(graph: KnowledgeGraph) -> Compacted:
     """Give back the disk space deleted data still takes, and report the sizes."""
     before = graph.store.size_on_disk()
+    if graph.history_days is not None:
+        # The change log keeps the retention's days: older changes go before the space is given back.
+        cutoff = (datetime.now(UTC) - timedelta(days=graph.history_days)).isoformat(timespec="milliseconds")
+        cutoff = cutoff.replace("+00:00", "Z")
+        with graph.through("compact"), graph.store.write():
+            graph.store.forget_changes(cutoff)
     graph.store.compact()
     with graph.reading():
         counts = graph.store.counts()

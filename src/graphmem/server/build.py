@@ -100,6 +100,7 @@ def build_server(
                 # Loaded on first need: a server that starts loads no model before the handshake.
                 load_embedder=load_embedder if settings.semantic else None,
             )
+            graph.history_days = settings.history_days
             state = AppState(
                 ToolContext(graph, settings.response_budget, settings.search_budget),
                 StoreAccess(opened, inline=one_client),

@@ -348,6 +348,15 @@ class Store(Protocol):
         gives it its time (never earlier than the change before it)."""
         ...
 
+    def forget_changes(self, before: str) -> int:
+        """Delete the changes made before `before` (ISO 8601 UTC, as `Change.at`), inside a write
+        transaction, and remember that the history now starts there; how many went."""
+        ...
+
+    def history_since(self) -> str | None:
+        """Where the kept history starts (`forget_changes`); None when nothing was forgotten."""
+        ...
+
     def list_changes(self, where: ChangeFilter, limit: int) -> ChangePage:
         """The changes `where` asks for, newest first, at most `limit`: in a project's scope, those
         that name an entity of the project or of the shared space."""

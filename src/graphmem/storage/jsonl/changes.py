@@ -16,6 +16,7 @@ from pathlib import Path
 from graphmem.core.changes import Change, ChangeFilter, ChangePage, NewChange, names_touched
 from graphmem.core.projects import Scope
 from graphmem.core.timestamps import now_iso
+from graphmem.storage.files import fsync_directory
 
 __all__ = ["ChangeFile", "log_path"]
 
@@ -69,6 +70,35 @@ class ChangeFile:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def history_since(self) -> str | None:
+        """Where the kept history starts: the first line says so once changes were forgotten."""
+        try:
+            with open(self._path, encoding="utf-8") as file:
+                first = json.loads(file.readline() or "{}")
+        except (FileNotFoundError, ValueError):
+            return None
+        since = first.get("historySince") if isinstance(first, dict) else None
+        return since if isinstance(since, str) else None
+
+    def forget(self, before: str) -> int:
+        """Rewrite the log without the changes made before `before` (a temporary file renamed
+        over it), its first line saying where the history now starts; how many went."""
+        kept = [change for change in self.changes() if change.at >= before]
+        gone = len(self.changes()) - len(kept)
+        since = max(before, self.history_since() or before)
+        lines = [json.dumps({"historySince": since}) + "\n"]
+        for change in kept:
+            item = {"seq": change.seq, "at": change.at, "author": change.author, "via": change.via}
+            lines.append(json.dumps({**item, "project": change.project, "ops": change.ops}, ensure_ascii=False) + "\n")
+        temporary = self._path.with_name(self._path.name + ".tmp")
+        with open(temporary, "w", encoding="utf-8") as file:
+            file.writelines(lines)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, self._path)
+        fsync_directory(self._path.parent)
+        return gone
 
     def page(self, where: ChangeFilter, limit: int, scope: Scope) -> ChangePage:
         """`Store.list_changes` over the file."""

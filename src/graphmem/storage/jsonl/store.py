@@ -458,6 +458,12 @@ class JsonlStore(_Writes, _Projects):
     def append_change(self, change: NewChange) -> None:
         self._new_changes.append(change)
 
+    def forget_changes(self, before: str) -> int:
+        return self._change_file.forget(before)
+
+    def history_since(self) -> str | None:
+        return self._change_file.history_since()
+
     def list_changes(self, where: ChangeFilter, limit: int) -> ChangePage:
         with self.read():
             return self._change_file.page(where, limit, self._scope)

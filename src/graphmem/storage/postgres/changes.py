@@ -43,6 +43,21 @@ class _Changes(_Reads):
                 [(escape(project), escape(name), seq) for project, name in named],
             )
 
+    def forget_changes(self, before: str) -> int:
+        ((gone,),) = self._rows(
+            "WITH gone AS (DELETE FROM changes WHERE at < %s RETURNING 1) SELECT count(*) FROM gone", (before,)
+        )
+        self._rows(
+            "INSERT INTO history_kept (id, since) VALUES (1, %s)"
+            " ON CONFLICT (id) DO UPDATE SET since = greatest(history_kept.since, excluded.since) RETURNING since",
+            (before,),
+        )
+        return int(gone)
+
+    def history_since(self) -> str | None:
+        rows = self._rows("SELECT since FROM history_kept WHERE id = 1")
+        return None if not rows else str(rows[0][0])
+
     def list_changes(self, where: ChangeFilter, limit: int) -> ChangePage:
         conditions: list[str] = ["true"]
         params: list[Any] = []

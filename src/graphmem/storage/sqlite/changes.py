@@ -35,6 +35,19 @@ class _Changes(_Reads):
             [(project, name, cursor.lastrowid) for project, name in named],
         )
 
+    def forget_changes(self, before: str) -> int:
+        gone = self._conn.execute("DELETE FROM changes WHERE at < ?", (before,)).rowcount
+        self._conn.execute(
+            "INSERT INTO history_kept (id, since) VALUES (1, ?)"
+            " ON CONFLICT (id) DO UPDATE SET since = max(since, excluded.since)",
+            (before,),
+        )
+        return int(gone)
+
+    def history_since(self) -> str | None:
+        row = self._conn.execute("SELECT since FROM history_kept WHERE id = 1").fetchone()
+        return None if row is None else str(row[0])
+
     def list_changes(self, where: ChangeFilter, limit: int) -> ChangePage:
         conditions: list[str] = ["1"]
         params: list[Any] = []

@@ -20,3 +20,9 @@ CREATE TABLE IF NOT EXISTS change_entities (
     PRIMARY KEY (project, name, seq)
 );
 CREATE INDEX IF NOT EXISTS change_entities_by_change ON change_entities (seq);
+
+-- Where the kept history starts, once changes older than the retention were forgotten.
+CREATE TABLE IF NOT EXISTS history_kept (
+    id    integer PRIMARY KEY CHECK (id = 1),
+    since text COLLATE "C" NOT NULL
+);

@@ -19,3 +19,10 @@ CREATE TABLE IF NOT EXISTS change_entities (
     PRIMARY KEY (project, name, seq)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS change_entities_by_change ON change_entities (seq);
+
+-- Where the kept history starts, once changes older than the retention were forgotten
+-- (compact): the memory as it stood before that cannot be seen any more.
+CREATE TABLE IF NOT EXISTS history_kept (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    since TEXT NOT NULL
+);

@@ -2,7 +2,8 @@
 
 A route's JSON body becomes the arguments of one of graphmem's own tools (fixing a fact is
 `add_observations` with `supersedes`, renaming is `update_entities` with `newName`, moving
-to another project is `move_entities`), so
+to another project is `move_entities`, undoing a change of an entity's timeline is
+`undo_changes`), so
 the browser gets no rule of its own: the tool checks the arguments, refuses a read-only
 token, records the author and tells subscribed MCP clients, as it does for any client.
 """
@@ -42,6 +43,18 @@ def _texts(body: Mapping[str, Any], key: str) -> list[str]:
     value = body.get(key)
     if not isinstance(value, list) or not value or not all(isinstance(item, str) and item for item in value):
         raise InvalidInputError(key, "must be a non-empty list of non-empty texts.")
+    return value
+
+
+def _optional_text(body: Mapping[str, Any], key: str) -> str:
+    value = body.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _change(body: Mapping[str, Any]) -> int:
+    value = body.get("seq")
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InvalidInputError("seq", "is missing or not the number of a change; send it as a JSON number.")
     return value
 
 
@@ -101,6 +114,13 @@ EDITS: dict[str, Edit] = {
         "merge_entities",
         lambda body: {"source": _text(body, "source"), "target": _text(body, "target")},
         lambda body: _text(body, "target"),
+    ),
+    "changes/undo": Edit(
+        "undo_changes",
+        lambda body: {"changes": [_change(body)]},
+        # The entity the timeline was open on (none for the last import); after undoing its
+        # creation or a rename there may be none to show.
+        lambda body: _optional_text(body, "name"),
     ),
     "entities/move": Edit(
         "move_entities",

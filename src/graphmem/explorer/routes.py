@@ -354,7 +354,8 @@ class Explorer:
             state,
             scopes.asked_of(request),
             views.entity_changes,
-            _required(request, "name"),
+            request.query_params.get("name") or None,
+            request.query_params.get("tool") or None,
             None if before is None else _whole_number(request, "before", 0),
         )
 
@@ -500,4 +501,5 @@ def _done(tool: str, output: ToolOutput) -> str:
         "create_entities": "Entity added.",
         "update_entities": "Renamed; the old name stays as an alias.",
         "merge_entities": "Merged.",
+        "undo_changes": "Undone, as a new change (the timeline shows it).",
     }.get(tool, "Done.")

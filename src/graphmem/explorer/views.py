@@ -353,10 +353,11 @@ TIMELINE = 20
 """Changes an entity's timeline shows a page."""
 
 
-def entity_changes(graph: KnowledgeGraph, name: str, before: int | None) -> dict[str, Any]:
-    """An entity's timeline: the changes that named it, newest first, a page at a time
-    (`before`: the number of the last change of the page before)."""
-    page = list_changes(graph, ChangeQuery(entity=name, before=before, limit=TIMELINE))
+def entity_changes(graph: KnowledgeGraph, name: str | None, via: str | None, before: int | None) -> dict[str, Any]:
+    """An entity's timeline: the changes that named it (or those made through `via`: the last
+    import's), newest first, a page at a time (`before`: the number of the last change of the
+    page before)."""
+    page = list_changes(graph, ChangeQuery(via=via, entity=name, before=before, limit=TIMELINE))
     answer: dict[str, Any] = {
         "name": name,
         "changes": [

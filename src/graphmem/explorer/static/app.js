@@ -543,6 +543,7 @@ async function start() {
   renderProjects(session);
   showCounts(explorer.session.counts);
   $("new-entity-button").hidden = !explorer.session.canWrite;
+  $("undo-import-button").hidden = !explorer.session.canWrite;
   const state = explorer.state;
   const restoring = { types: [...state.types], expand: [...state.expand], from: state.from, to: state.to, focus: state.focus, q: state.q };
   explorer.graph.setFilters(state.hideTypes, state.hideRels);
@@ -609,6 +610,19 @@ $("overview-button").addEventListener("click", () =>
 $("new-entity-button").addEventListener("click", () => {
   showPanel("New entity");
   renderNewEntity($("panel-body"), panelActions);
+});
+$("undo-import-button").addEventListener("click", async () => {
+  // The newest change made by an import; undoing it takes back everything that import added.
+  const page = await get("changes", { tool: "import" }).catch(report);
+  const last = page && page.changes[0];
+  if (!last) {
+    say("No import is recorded in this memory's history.");
+    return;
+  }
+  const what = last.did.slice(0, 3).join("; ");
+  if (!window.confirm(`Undo the import of ${last.at} (change ${last.seq}: ${what})? It is taken back by a new change.`)) return;
+  await edit("changes/undo", { seq: last.seq }).catch(report);
+  await loadOverview().catch(report);
 });
 $("share-button").addEventListener("click", async () => {
   const link = shareLink(explorer.state);

@@ -140,7 +140,7 @@ export function renderEntity(body, entity, neighbours, canWrite, actions, projec
     children.push(el("details", { class: "history-block" }, el("summary", {}, `History (${historyTotal} earlier version${historyTotal === 1 ? "" : "s"}${shownNote})`), history));
   }
 
-  children.push(timeline(name));
+  children.push(timeline(name, canWrite, actions));
 
   // Relations: the first page of neighbours, each a link to open it.
   children.push(el("h3", {}, `Relations (${entity.relations.outgoing} out, ${entity.relations.incoming} in)`));
@@ -199,7 +199,7 @@ export function renderEntity(body, entity, neighbours, canWrite, actions, projec
  * The entity's timeline: the changes that named it, newest first, read from the change log when
  * the block is opened, and a page further on each "Older changes".
  */
-function timeline(name) {
+function timeline(name, canWrite, actions) {
   const list = el("ol", { class: "timeline", "aria-label": "Changes" });
   const block = el("details", { class: "timeline-block" }, el("summary", {}, "Timeline"), list);
   async function load(before) {
@@ -213,7 +213,16 @@ function timeline(name) {
     if (!page.changes.length && before === undefined) list.append(el("li", { class: "meta" }, "No change recorded."));
     for (const change of page.changes) {
       const meta = [`change ${change.seq}`, shortTime(change.at), "by " + change.by, "via " + change.via].join(" · ");
-      list.append(el("li", { class: "change" }, el("p", { class: "meta" }, meta), ...change.did.map((line) => el("p", { class: "change-did" }, line))));
+      const item = el("li", { class: "change" }, el("p", { class: "meta" }, meta), ...change.did.map((line) => el("p", { class: "change-did" }, line)));
+      if (canWrite) {
+        const undo = el("button", { type: "button", class: "link-button danger" }, "Undo");
+        undo.setAttribute("aria-label", `Undo change ${change.seq}`);
+        undo.addEventListener("click", () => {
+          if (window.confirm(`Undo change ${change.seq} (${change.via})? It is taken back by a new change.`)) actions.edit("changes/undo", { name, seq: change.seq });
+        });
+        item.append(undo);
+      }
+      list.append(item);
     }
     if (page.before !== undefined) {
       const more = el("button", { type: "button", class: "link-button" }, "Older changes");

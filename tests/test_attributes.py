@@ -123,3 +123,34 @@ def test_attribute_writes_never_leave_two_current_values(backend: str, writes: l
             assert sorted(current) == sorted(expected.items())
         finally:
             store.close()
+
+
+@pytest.mark.anyio
+async def test_save_memory_sets_attributes_beside_an_entity_s_observations(settings: Settings):
+    async with Client(build_server(settings), mode="legacy") as client:
+        for employer in ("Works at Acme", "Works at Initech"):
+            saved = await client.call_tool(
+                "save_memory",
+                {
+                    "threadId": "t1",
+                    "entities": [
+                        {
+                            "name": "Ada Lovelace",
+                            "entityType": "Person",
+                            "observations": ["Writes programs"],
+                            "relations": [{"targetEntity": "Charles Babbage", "relationType": "knows"}],
+                            "attributes": {"employer": employer, "city": "Lives in London"},
+                        },
+                        {
+                            "name": "Charles Babbage",
+                            "entityType": "Person",
+                            "observations": ["Designed engines"],
+                            "relations": [{"targetEntity": "Ada Lovelace", "relationType": "knows"}],
+                        },
+                    ],
+                },
+            )
+            assert not saved.is_error, saved.content[0].text
+        opened = await client.call_tool("open_nodes", {"names": ["Ada Lovelace"]})
+        facts = opened.structured_content["entities"][0]["observations"]
+        assert sorted(facts) == ["Lives in London", "Works at Initech", "Writes programs"]

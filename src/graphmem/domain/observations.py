@@ -226,7 +226,15 @@ def new_records(
     history: list[ObservationRecord] = []
     for index, item in enumerate(observations):
         record = ObservationRecord(
-            f"obs_{index + 1}", item.content, now, 1, item.thread_id, item.confidence, item.importance, author=author
+            f"obs_{index + 1}",
+            item.content,
+            now,
+            1,
+            item.thread_id,
+            item.confidence,
+            item.importance,
+            author=author,
+            attribute=item.attribute,
         )
         (history if is_archived(item.content) else current).append(record)
     return current, history

@@ -57,6 +57,8 @@ class EntityDraft:
     relations: tuple[RelationDraft, ...]
     confidence: float = DEFAULT_CONFIDENCE
     importance: float = DEFAULT_ENTITY_IMPORTANCE
+    attributes: tuple[tuple[str, str], ...] = ()
+    """(attribute, fact) pairs: each fact replaces the entity's current one of its attribute."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +161,7 @@ def _check_shapes(drafts: Sequence[EntityDraft], thread_id: str, limits: Limits)
         )
     for draft in drafts:
         texts = [draft.name, draft.entity_type, thread_id, *draft.observations]
+        texts += [text for pair in draft.attributes for text in pair]
         texts += [text for relation in draft.relations for text in (relation.target_entity, relation.relation_type)]
         if not all(validation.is_text(text) for text in texts):
             problems.append(
@@ -207,10 +210,20 @@ def _check_shapes(drafts: Sequence[EntityDraft], thread_id: str, limits: Limits)
             problems.append(
                 Problem(name, "Missing observations. Every entity needs at least 1.", "Add one short fact about it.")
             )
-        for text in draft.observations:
+        for text in (*draft.observations, *(fact for _, fact in draft.attributes)):
             found = validation.observation_problem(text)
             if found is not None:
                 problems.append(Problem(name, found[0], found[1], observation=text))
+        for attribute, _ in draft.attributes:
+            if not attribute.strip() or len(attribute) > validation.MAX_NAME_LENGTH:
+                problems.append(
+                    Problem(
+                        name,
+                        f"The attribute {attribute!r} has {len(attribute)} characters; it needs 1 to "
+                        f"{validation.MAX_NAME_LENGTH}.",
+                        "Name what the fact sets in a word or two, e.g. 'employer' or 'city'.",
+                    )
+                )
         if not draft.relations:
             problems.append(
                 Problem(
@@ -248,6 +261,9 @@ def _write(
         facts = [
             NewObservation(text, None, thread_id, draft.confidence, draft.importance)
             for text in dict.fromkeys(draft.observations)
+        ] + [
+            NewObservation(fact, None, thread_id, draft.confidence, draft.importance, attribute=attribute)
+            for attribute, fact in draft.attributes
         ]
         if existing is None:
             projects.refuse_taken_elsewhere(graph.store, graph.scope, f"entities[{draft.name}]", [draft.name])

@@ -30,6 +30,7 @@ class _EntityIn(ToolArgs):
     relations: list[_RelationIn]
     confidence: float = Field(default=saving.DEFAULT_CONFIDENCE, ge=0, le=1)
     importance: float = Field(default=saving.DEFAULT_ENTITY_IMPORTANCE, ge=0, le=1)
+    attributes: dict[str, str] = Field(default_factory=dict)
 
 
 class _SaveArgs(ToolArgs):
@@ -46,6 +47,7 @@ def save_memory(ctx: ToolContext, args: _SaveArgs) -> ToolOutput:
             tuple(RelationDraft(r.target_entity, r.relation_type, r.importance) for r in item.relations),
             item.confidence,
             item.importance,
+            tuple(item.attributes.items()),
         )
         for item in args.entities
     ]
@@ -148,6 +150,12 @@ QUALITY_TOOLS: tuple[ToolSpec, ...] = (
                             },
                             "confidence": {**_NUMBER_01, "default": saving.DEFAULT_CONFIDENCE},
                             "importance": {**_NUMBER_01, "default": saving.DEFAULT_ENTITY_IMPORTANCE},
+                            "attributes": {
+                                "type": "object",
+                                "additionalProperties": {"type": "string"},
+                                "description": 'Facts by what they set: {"employer": "Works at Acme"} replaces '
+                                "the current employer",
+                            },
                         },
                         "required": ["name", "entityType", "observations", "relations"],
                     },

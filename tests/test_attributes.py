@@ -17,6 +17,7 @@ from mcp import Client
 from graphmem.config import Settings
 from graphmem.core.errors import InvalidInputError
 from graphmem.core.models import Entity, ObservationAddition
+from graphmem.domain.alike import alike_facts
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.history import ChangeQuery, list_changes
 from graphmem.domain.observations import history_of, records_of
@@ -154,3 +155,30 @@ async def test_save_memory_sets_attributes_beside_an_entity_s_observations(setti
         opened = await client.call_tool("open_nodes", {"names": ["Ada Lovelace"]})
         facts = opened.structured_content["entities"][0]["observations"]
         assert sorted(facts) == ["Lives in London", "Works at Initech", "Writes programs"]
+
+
+def test_facts_that_look_like_values_of_one_attribute_are_named_as_candidates(graph: KnowledgeGraph):
+    graph.create_entities(
+        [Entity("Ada", "person", ("Works at Acme", "Lives in London", "Works at Initech", "Likes tea"))]
+    )
+    _set(graph, "Ada", "city", "Lives in Paris")  # a marked value; the unmarked London stays
+    with graph.store.read():
+        (entity,) = graph.store.get_entities(["Ada"])
+    groups = alike_facts(records_of(entity))
+    ids = {record.content: record.id for record in records_of(entity)}
+    # "Lives in London" is another value of the marked city, but unmarked: both are named.
+    assert groups == [
+        ("works at", [ids["Works at Acme"], ids["Works at Initech"]]),
+        ("lives in", [ids["Lives in London"], ids["Lives in Paris"]]),
+    ]
+    # Nothing is changed by naming them: the facts are all still current.
+    assert len(_facts(graph, "Ada")) == 5
+
+
+@pytest.mark.anyio
+async def test_get_entity_names_the_alike_facts(settings: Settings):
+    async with Client(build_server(dataclasses.replace(settings, toolset="all")), mode="legacy") as client:
+        ada = {"name": "Ada", "entityType": "person", "observations": ["Works at Acme", "Works at Initech"]}
+        await client.call_tool("create_entities", {"entities": [ada]})
+        got = await client.call_tool("get_entity", {"name": "Ada"})
+        assert got.structured_content["alikeFacts"] == [{"startsWith": "works at", "ids": ["obs_1", "obs_2"]}]

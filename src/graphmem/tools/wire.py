@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphmem.core.models import Entity, Graph
+from graphmem.domain.alike import alike_facts
 from graphmem.domain.observations import records_of
 from graphmem.tools.base import ToolContext, ToolOutput, dump_json, entity_wire
 from graphmem.tools.budget import CHARS_PER_TOKEN, cut_note, fit_graph, fit_items
@@ -98,7 +99,13 @@ def integer_schema(
 NAMES = {"type": "array", "items": {"type": "string"}, "minItems": 1}
 # An entity as `entity_wire` shows it, for `schemas.shape`: the keys it always has, and the others.
 ENTITY_KEYS = {"name": "string", "entityType": "string", "observations": "array"}
-ENTITY_EXTRAS = {"aliases": "array", "createdAt": "string", "updatedAt": "string", "version": "integer"}
+ENTITY_EXTRAS = {
+    "aliases": "array",
+    "createdAt": "string",
+    "updatedAt": "string",
+    "version": "integer",
+    "alikeFacts": "array",
+}
 # Said once per argument because it is what tells a model it may use an alias.
 NAME_IN = string_schema("Exact name or alias")
 
@@ -119,4 +126,8 @@ def entity_with_records(entity: Entity) -> dict[str, Any]:
             del item["createdAt"]
         records.append(item)
     wire["observationRecords"] = records
+    alike = alike_facts(records_of(entity))
+    if alike:
+        # Candidates for one attribute's values: the agent decides (supersedes, or an attribute).
+        wire["alikeFacts"] = [{"startsWith": start, "ids": ids} for start, ids in alike]
     return wire

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+import time
 from contextlib import suppress
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from graphmem.config import Settings
 from graphmem.core.errors import InvalidInputError
 from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion, Relation
 from graphmem.core.projects import Scope
+from graphmem.domain.as_of import as_of
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.history import ChangeQuery, describe, list_changes
 from graphmem.domain.maintenance import EntityUpdate, update_entities
@@ -268,3 +270,49 @@ def test_graphmem_undo_shows_what_it_will_take_back_and_asks_first(tmp_path: Pat
         graph.store.close()
     refused = run("undo", "--memory-file", memory, "1", "--since", "2026-01-01", "--yes")
     assert refused.exit_code == 1 and "one of the two" in refused.output
+
+
+@examples(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(writes=st.lists(_WRITES, min_size=1, max_size=8), cut=st.integers(min_value=0, max_value=8))
+def test_on_every_backend_undoing_a_suffix_returns_to_its_snapshot_and_as_of_sees_each_step(
+    graph: KnowledgeGraph, writes: list[tuple[str, str, str]], cut: int
+):
+    # One memory for every example: each starts by emptying it (the log goes on growing).
+    names = [entity.name for entity in graph.read_graph().entities]
+    if names:
+        graph.delete_entities(names)
+    graph.delete_relations(list(graph.read_graph().relations))
+    cut = min(cut, len(writes))
+    steps = []
+    for write in writes[:cut]:
+        _write(graph, write)
+    start = list_changes(graph, ChangeQuery(limit=1)).changes[0].seq if _logged(graph) else 0
+    then = snapshot(graph)
+    for write in writes[cut:]:
+        _write(graph, write)
+        time.sleep(0.002)
+        steps.append((list_changes(graph, ChangeQuery(limit=1)).changes[0].at, snapshot(graph)))
+    for moment, seen in steps:
+        assert as_of(graph, moment, lambda: snapshot(graph)) == seen
+    after = [c.seq for c in list_changes(graph, ChangeQuery(limit=100)).changes if c.seq > start]
+    if after:
+        undo(graph, UndoAsk(changes=tuple(after)))
+    assert snapshot(graph) == then
+
+
+def _logged(graph: KnowledgeGraph) -> bool:
+    return bool(list_changes(graph, ChangeQuery(limit=1)).changes)
+
+
+def test_an_import_is_undone_and_seen_as_of_before_it(tmp_path: Path):
+    memory = tmp_path / "memory.db"
+    run("import", "--memory-file", memory, OFFICIAL)
+    graph = KnowledgeGraph(open_store(Settings(memory_path=memory, semantic=False)))
+    try:
+        imported = list_changes(graph, ChangeQuery(via="import")).changes
+        assert imported and snapshot(graph)[0]
+        assert as_of(graph, "2000-01-01", lambda: snapshot(graph)) == ({}, set())
+        undo(graph, UndoAsk(changes=tuple(change.seq for change in imported)))
+        assert snapshot(graph) == ({}, set())
+    finally:
+        graph.store.close()

@@ -19,7 +19,7 @@ Reads, searches and everything else pass straight through.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -67,14 +67,23 @@ class RecordingStore:
                 finally:
                     self._local.scope = outer
                 return
-            self._local.ops, self._local.scope = [], scope
+            self._local.ops, self._local.scope, self._local.seen = [], scope, {}
             try:
                 yield
                 if self._local.ops:
                     author, via = self._maker()
                     self.inner.append_change(NewChange(author, via, scope.project, self._local.ops))
             finally:
-                self._local.ops = None
+                self._local.ops = self._local.seen = None
+
+    def get_entities(self, names: Sequence[str]) -> list[Entity]:
+        found = self.inner.get_entities(names)
+        seen: dict[str, Entity] | None = getattr(self._local, "seen", None)
+        if seen is not None:
+            # What an update's operation keeps of the entity before it (name, type, extra), read
+            # already by the domain: the update need not read it again (_before).
+            seen.update((entity.name, entity) for entity in found)
+        return found
 
     # -- the writes -----------------------------------------------------------------------
 
@@ -122,15 +131,22 @@ class RecordingStore:
         return removed
 
     def update_extras(self, entities: Sequence[Entity]) -> None:
-        before = self.inner.get_entities([entity.name for entity in entities])
+        before = self._before([entity.name for entity in entities])
         self.inner.update_extras(entities)
         after = {entity.name: entity for entity in entities}
         self._ops.extend(_updated(entity, after[entity.name]) for entity in before if entity.name in after)
+        self._saw(
+            Entity(entity.name, entity.entity_type, (), after[entity.name].extra, entity.project)
+            for entity in before
+            if entity.name in after
+        )
 
     def update_entity(self, name: str, changed: Entity) -> None:
-        before = self.inner.get_entities([name])
+        before = self._before([name])
         self.inner.update_entity(name, changed)
         self._ops.extend(_updated(entity, changed) for entity in before)
+        self._forget([name])
+        self._saw(Entity(changed.name, changed.entity_type, (), changed.extra, entity.project) for entity in before)
 
     def note(self, op: Op) -> None:
         """Add an operation that changes nothing but says something of the change (an undo's
@@ -138,6 +154,7 @@ class RecordingStore:
         self._ops.append(op)
 
     def delete_entities(self, names: Sequence[str]) -> int:
+        self._forget(names)
         entities = self.inner.get_entities(names)
         relations = self.inner.relations_touching(names)
         deleted = self.inner.delete_entities(names)
@@ -156,6 +173,7 @@ class RecordingStore:
         return deleted
 
     def move_entities(self, names: Sequence[str], source: str, target: str) -> int:
+        self._forget(names)
         holding = self.inner.projects_holding(names)
         moved = self.inner.move_entities(names, source, target)
         self._ops.extend(
@@ -182,6 +200,28 @@ class RecordingStore:
         return deleted
 
     # -- helpers --------------------------------------------------------------------------
+
+    def _before(self, names: Sequence[str]) -> list[Entity]:
+        """The named entities as they are, for an update's operation: as this transaction read
+        them last, else read now. Only name, type and extra are used."""
+        seen: dict[str, Entity] = getattr(self._local, "seen", None) or {}
+        if self.inner.holds_projects():
+            seen = {}  # a name may be an entity in two projects: read what each is
+        missing = [name for name in names if name not in seen]
+        read = self.inner.get_entities(missing) if missing else []
+        known = {entity.name: entity for entity in read}
+        return [seen[name] if name in seen else known[name] for name in names if name in seen or name in known]
+
+    def _saw(self, entities: Iterable[Entity]) -> None:
+        seen: dict[str, Entity] | None = getattr(self._local, "seen", None)
+        if seen is not None:
+            seen.update((entity.name, entity) for entity in entities)
+
+    def _forget(self, names: Sequence[str]) -> None:
+        seen: dict[str, Entity] | None = getattr(self._local, "seen", None)
+        if seen is not None:
+            for name in names:
+                seen.pop(name, None)
 
     def _projects_of(self, names: Sequence[str]) -> dict[str, str]:
         """The project of the entity each name means in the transaction's scope: its project's

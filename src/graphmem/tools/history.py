@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -16,6 +16,9 @@ from graphmem.tools.base import READ, WRITE, Omittable, ToolArgs, ToolContext, T
 
 __all__ = ["HISTORY_TOOLS"]
 
+MOST_SEQ = 2**53 - 1
+"""The highest change number the tools take: the largest integer JSON carries exactly."""
+
 
 class _ListArgs(ToolArgs):
     since: Omittable[str] = None
@@ -23,8 +26,8 @@ class _ListArgs(ToolArgs):
     author: Omittable[str] = None
     tool: Omittable[str] = None
     entity: Omittable[str] = None
-    before: Omittable[int] = None
-    limit: int = Field(default=DEFAULT_CHANGES)
+    before: Omittable[int] = Field(default=None, ge=1, le=MOST_SEQ)
+    limit: int = Field(default=DEFAULT_CHANGES, ge=1, le=MOST_CHANGES)
 
 
 def list_changes_tool(ctx: ToolContext, args: _ListArgs) -> ToolOutput:
@@ -45,7 +48,7 @@ def list_changes_tool(ctx: ToolContext, args: _ListArgs) -> ToolOutput:
 
 
 class _UndoArgs(ToolArgs):
-    changes: list[int] = Field(default_factory=list, max_length=MOST_UNDONE)
+    changes: list[Annotated[int, Field(ge=1, le=MOST_SEQ)]] = Field(default_factory=list, max_length=MOST_UNDONE)
     since: Omittable[str] = None
     author: Omittable[str] = None
     tool: Omittable[str] = None
@@ -125,7 +128,7 @@ HISTORY_TOOLS: tuple[ToolSpec, ...] = (
                 "author": {"type": "string", "description": 'a token\'s name, or "" for local changes'},
                 "tool": {"type": "string"},
                 "entity": {"type": "string"},
-                "before": {"type": "integer"},
+                "before": {"type": "integer", "minimum": 1, "maximum": MOST_SEQ},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MOST_CHANGES},
             }
         ),
@@ -144,7 +147,7 @@ HISTORY_TOOLS: tuple[ToolSpec, ...] = (
         ),
         input_schema=schemas.arguments(
             {
-                "changes": {"type": "array", "items": {"type": "integer"}},
+                "changes": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": MOST_SEQ}},
                 "since": {"type": "string"},
                 "author": {"type": "string"},
                 "tool": {"type": "string"},

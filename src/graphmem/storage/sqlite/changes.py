@@ -10,6 +10,7 @@ from graphmem.core.changes import Change, ChangeFilter, ChangePage, NewChange, n
 from graphmem.core.timestamps import now_iso
 from graphmem.storage.sqlite.reads import _Reads
 from graphmem.storage.sqlite.scoping import visible
+from graphmem.storage.sqlite.text import key_item, keys_json
 
 __all__ = ["_Changes"]
 
@@ -29,11 +30,16 @@ class _Changes(_Reads):
             "INSERT INTO changes (at, author, via, project, ops) VALUES (?, ?, ?, ?, ?)",
             (at, change.author, change.via, change.project, json.dumps(change.ops, ensure_ascii=False)),
         )
+        # One statement for every name, however many (a statement a row would cost a batch
+        # write a statement an item); the names pass as JSON, a NUL kept (text.py).
         named = sorted(set(names_touched(change.ops)))
-        self._conn.executemany(
-            "INSERT OR IGNORE INTO change_entities (project, name, seq) VALUES (?, ?, ?)",
-            [(project, name, cursor.lastrowid) for project, name in named],
-        )
+        if named:
+            keys = keys_json(named)
+            self._conn.execute(
+                "INSERT OR IGNORE INTO change_entities (project, name, seq)"
+                f" SELECT {key_item(keys, 0, 'value')}, {key_item(keys, 1, 'value')}, ? FROM json_each(?)",
+                (cursor.lastrowid, keys),
+            )
 
     def forget_changes(self, before: str) -> int:
         gone = self._conn.execute("DELETE FROM changes WHERE at < ?", (before,)).rowcount

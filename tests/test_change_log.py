@@ -24,6 +24,7 @@ from graphmem.domain.graph import LIBRARY, KnowledgeGraph
 from graphmem.domain.history import ChangeQuery, describe, list_changes
 from graphmem.domain.maintenance import EntityUpdate, update_entities
 from graphmem.server import build_server
+from graphmem.storage import open_store
 from tests.test_cli import OFFICIAL, run
 
 
@@ -236,3 +237,16 @@ def test_the_retention_is_a_whole_number_of_days():
     assert Settings.from_env({}).history_days is None
     with pytest.raises(ConfigError, match="GRAPHMEM_HISTORY_DAYS.*whole number of days"):
         Settings.from_env({"GRAPHMEM_HISTORY_DAYS": "a year"})
+
+
+def test_a_jsonl_log_numbers_on_after_its_changes_were_forgotten(tmp_path: Path):
+    graph = KnowledgeGraph(open_store(Settings(memory_path=tmp_path / "memory.jsonl", semantic=False)))
+    try:
+        graph.create_entities([Entity("A", "thing")])
+        graph.create_entities([Entity("B", "thing")])
+        with graph.store.write():
+            assert graph.store.forget_changes("2999-01-01") == 2
+        graph.create_entities([Entity("C", "thing")])
+        assert [change.seq for change in _changes(graph)] == [3]
+    finally:
+        graph.store.close()

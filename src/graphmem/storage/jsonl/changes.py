@@ -54,9 +54,7 @@ class ChangeFile:
         """Number, time and append `changes` (under the memory's write lock)."""
         if not changes:
             return
-        known = self.changes()
-        seq = known[-1].seq if known else 0
-        last = known[-1].at if known else None
+        seq, last = self._last()
         lines = []
         for change in changes:
             now = now_iso()
@@ -84,10 +82,13 @@ class ChangeFile:
     def forget(self, before: str) -> int:
         """Rewrite the log without the changes made before `before` (a temporary file renamed
         over it), its first line saying where the history now starts; how many went."""
-        kept = [change for change in self.changes() if change.at >= before]
-        gone = len(self.changes()) - len(kept)
+        every = self.changes()
+        kept = [change for change in every if change.at >= before]
+        gone = len(every) - len(kept)
         since = max(before, self.history_since() or before)
-        lines = [json.dumps({"historySince": since}) + "\n"]
+        # The numbers go on from the last one, even when no change is kept.
+        last, _ = self._last()
+        lines = [json.dumps({"historySince": since, "lastSeq": last}) + "\n"]
         for change in kept:
             item = {"seq": change.seq, "at": change.at, "author": change.author, "via": change.via}
             lines.append(json.dumps({**item, "project": change.project, "ops": change.ops}, ensure_ascii=False) + "\n")
@@ -99,6 +100,33 @@ class ChangeFile:
         os.replace(temporary, self._path)
         fsync_directory(self._path.parent)
         return gone
+
+    def _last(self) -> tuple[int, str | None]:
+        """The number and time of the last change, read from the end of the file (a write must
+        not read the whole log); (0, None) when there is none."""
+        try:
+            with open(self._path, "rb") as file:
+                size = file.seek(0, os.SEEK_END)
+                step = 4096
+                while True:
+                    start = max(0, size - step)
+                    file.seek(start)
+                    tail = file.read(size - start)
+                    lines = tail.split(b"\n")
+                    # The first piece may be a line cut by the read's start: only a whole file's counts.
+                    for line in reversed(lines if start == 0 else lines[1:]):
+                        try:
+                            item = json.loads(line)
+                            if "lastSeq" in item:  # the first line, once changes were forgotten
+                                return int(item["lastSeq"]), None
+                            return int(item["seq"]), str(item["at"])
+                        except (ValueError, KeyError, TypeError):
+                            continue
+                    if start == 0:
+                        return 0, None
+                    step *= 4
+        except FileNotFoundError:
+            return 0, None
 
     def page(self, where: ChangeFilter, limit: int, scope: Scope) -> ChangePage:
         """`Store.list_changes` over the file."""

@@ -20,6 +20,8 @@ CREATE TABLE IF NOT EXISTS change_entities (
     PRIMARY KEY (project, name, seq)
 );
 CREATE INDEX IF NOT EXISTS change_entities_by_change ON change_entities (seq);
+-- An entity's changes whatever its project (a timeline names it, not its project).
+CREATE INDEX IF NOT EXISTS change_entities_by_name ON change_entities (name, seq);
 
 -- Where the kept history starts, once changes older than the retention were forgotten.
 CREATE TABLE IF NOT EXISTS history_kept (

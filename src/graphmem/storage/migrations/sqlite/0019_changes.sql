@@ -19,6 +19,8 @@ CREATE TABLE IF NOT EXISTS change_entities (
     PRIMARY KEY (project, name, seq)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS change_entities_by_change ON change_entities (seq);
+-- An entity's changes whatever its project (a timeline names it, not its project).
+CREATE INDEX IF NOT EXISTS change_entities_by_name ON change_entities (name, seq);
 
 -- Where the kept history starts, once changes older than the retention were forgotten
 -- (compact): the memory as it stood before that cannot be seen any more.

@@ -209,7 +209,9 @@ def test_compact_keeps_the_days_of_history_the_retention_says_and_no_time_before
     graph.history_days = 30
     monkeypatch.setattr(maintenance, "datetime", _Clock(between + timedelta(days=30)))
     maintenance.compact(graph)
-    assert [describe(c) for c in _changes(graph)] == [["created New"]]
+    forgot, kept = _changes(graph)
+    assert (forgot.via, describe(forgot)[0].startswith("forgot 1 change made before ")) == ("compact", True)
+    assert describe(kept) == ["created New"]
     with graph.store.read():
         since = graph.store.history_since()
     assert since is not None and old.at < since <= new.at

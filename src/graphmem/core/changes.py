@@ -20,6 +20,8 @@ memory as it was and undoing a change read; the memory itself holds the after.
                                            "extra": {...} | null, "project": ""}}
     {"op": "move_entity", "name": "Ada", "from": "", "to": "github.com/acme/api"}
     {"op": "move_relation", "key": [from, to, type], "from": "", "to": "..."}
+    {"op": "undo", "changes": [seq, ...]}              notes: what an undo took back,
+    {"op": "forget", "before": time, "changes": n}     what the retention deleted
 """
 
 from __future__ import annotations

@@ -271,6 +271,13 @@ def _updated(before: Entity, after: Entity) -> Op:
     return op
 
 
+def note_forgotten(store: Store, before: str, count: int) -> None:
+    """Record, as a change of its own, that the changes made before `before` were deleted (the
+    retention, applied by compact)."""
+    if isinstance(store, RecordingStore):
+        store.note({"op": "forget", "before": before, "changes": count})
+
+
 def note_undone(store: Store, seqs: list[int]) -> None:
     """Name, in the change being recorded, the changes it takes back (domain/undo.py)."""
     if isinstance(store, RecordingStore):

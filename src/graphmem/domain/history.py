@@ -171,6 +171,8 @@ def _described(op: Op) -> str:
     if kind == "move_relation":
         source, target, relation_type = op["key"]
         return f"moved the relation {source} -{relation_type}-> {target} to {project_name(op['to'])}"
+    if kind == "forget":
+        return f"forgot {op['changes']} change{'s' if op['changes'] != 1 else ''} made before {op['before']}"
     if kind == "undo":
         undone = op["changes"]
         return f"undid change{'s' if len(undone) != 1 else ''} {_listed([str(seq) for seq in undone])}"

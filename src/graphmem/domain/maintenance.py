@@ -18,6 +18,7 @@ from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import SHARED, Scope, project_name
 from graphmem.core.timestamps import new_metadata, now_iso, touched
 from graphmem.domain import projects
+from graphmem.domain.change_log import note_forgotten
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.observations import NewObservation, change_observations, new_records, with_records
 
@@ -340,7 +341,9 @@ def compact(graph: KnowledgeGraph) -> Compacted:
         cutoff = (datetime.now(UTC) - timedelta(days=graph.history_days)).isoformat(timespec="milliseconds")
         cutoff = cutoff.replace("+00:00", "Z")
         with graph.through("compact"), graph.store.write():
-            graph.store.forget_changes(cutoff)
+            forgotten = graph.store.forget_changes(cutoff)
+            if forgotten:
+                note_forgotten(graph.store, cutoff, forgotten)
     graph.store.compact()
     with graph.reading():
         counts = graph.store.counts()

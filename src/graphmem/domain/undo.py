@@ -150,6 +150,7 @@ _KNOWN = frozenset(
         "move_entity",
         "move_relation",
         "undo",
+        "forget",
     }
 )
 
@@ -283,8 +284,8 @@ def _project_of(op: Op) -> str:
 
 def take_back(graph: KnowledgeGraph, op: Op) -> None:
     """Take back one operation; across every project, in the scope of the project it touched."""
-    if op["op"] == "undo":
-        return  # a note of what an undo took back: nothing to take back itself
+    if op["op"] in ("undo", "forget"):
+        return  # a note (what an undo took back, what the retention deleted): nothing to take back
     if graph.scope.every:
         scope = Scope(_project_of(op))
         with graph.store.write(scope), graph.working_in(scope, graph.reach):

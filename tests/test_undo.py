@@ -316,3 +316,16 @@ def test_an_import_is_undone_and_seen_as_of_before_it(tmp_path: Path):
         assert snapshot(graph) == ({}, set())
     finally:
         graph.store.close()
+
+
+@pytest.mark.anyio
+async def test_an_undo_of_many_changes_answers_in_a_bounded_page(tmp_path: Path):
+    settings = Settings(memory_path=tmp_path / "memory.db", semantic=False, toolset="all")
+    async with Client(build_server(settings), mode="legacy") as client:
+        for number in range(60):
+            entity = {"name": f"E{number}", "entityType": "thing", "observations": []}
+            await client.call_tool("create_entities", {"entities": [entity]})
+        done = await client.call_tool("undo_changes", {"since": "2000-01-01", "dryRun": True})
+        assert len(done.structured_content["undone"]) == 60
+        did = done.structured_content["did"]
+        assert len(did) == 51 and did[-1] == "and 10 more (list_changes shows each change)"

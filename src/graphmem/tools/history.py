@@ -58,14 +58,18 @@ class _UndoArgs(ToolArgs):
 def undo_changes_tool(ctx: ToolContext, args: _UndoArgs) -> ToolOutput:
     outcome = undo(ctx.graph, UndoAsk(tuple(args.changes), args.since, args.author, args.tool, args.dry_run))
     undone = [change.seq for change in outcome.undone]
-    structured: dict[str, Any] = {"undone": undone, "did": outcome.lines}
+    # An undo of a thousand changes names them all, but says what they did in a page's worth.
+    lines = outcome.lines[:DIFF_ITEMS]
+    if len(outcome.lines) > DIFF_ITEMS:
+        lines.append(f"and {len(outcome.lines) - DIFF_ITEMS} more (list_changes shows each change)")
+    structured: dict[str, Any] = {"undone": undone, "did": lines}
     count = f"{len(undone)} {plural(len(undone), 'change', 'changes')}"
     if outcome.dry_run:
         structured["dryRun"] = True
         summary = f"Would undo {count} ({', '.join(map(str, undone))}); nothing was changed:"
     else:
         summary = f"Undid {count} ({', '.join(map(str, undone))}), as a new change:"
-    text = "\n".join([summary, *(f"- {line}" for line in outcome.lines)])
+    text = "\n".join([summary, *(f"- {line}" for line in lines)])
     return ToolOutput(structured, text, changed=not outcome.dry_run)
 
 

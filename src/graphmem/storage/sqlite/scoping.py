@@ -55,8 +55,14 @@ def visible(scope: Scope, column: str) -> str:
 
 
 def and_visible(scope: Scope, column: str) -> str:
-    """` AND <visible(...)>`, or nothing for a scope that sees every project."""
-    return "" if scope.every else f" AND {visible(scope, column)}"
+    """` AND <visible(...)>` as a filter of the rows a lookup found (by name, key or id), or
+    nothing for a scope that sees every project.
+
+    The column is written `+column`, which SQLite never answers from an index: given the choice,
+    its planner took the project index over the name's, and that index is a scan of every row
+    the scope sees (40,000 in the shared space of an older memory: 6 ms a point read, not 0.02).
+    A scan that the scope should narrow writes `AND {visible(...)}` itself."""
+    return "" if scope.every else f" AND {visible(scope, '+' + column)}"
 
 
 def project_token(project: str) -> str:

@@ -266,12 +266,12 @@ class _Search(_Reads):
         else:
             entity_rows = self._conn.execute(
                 "SELECT name, instr(name_lc, ?1) > 0, instr(type_lc, ?1) > 0, id FROM entities"
-                f" WHERE (instr(name_lc, ?1) > 0 OR instr(type_lc, ?1) > 0){and_visible(self._scope, 'project')}",
+                f" WHERE (instr(name_lc, ?1) > 0 OR instr(type_lc, ?1) > 0){self._narrowed('project')}",
                 (needle,),
             ).fetchall()
             observation_rows = self._conn.execute(
                 "SELECT e.name, count(*), e.id FROM observations AS o JOIN entities AS e ON e.id = o.entity_id"
-                f" WHERE instr(o.content_lc, ?1) > 0{and_visible(self._scope, 'e.project')} GROUP BY o.entity_id",
+                f" WHERE instr(o.content_lc, ?1) > 0{self._narrowed('e.project')} GROUP BY o.entity_id",
                 (needle,),
             ).fetchall()
         hits: dict[str, FieldHits] = {}
@@ -293,7 +293,7 @@ class _Search(_Reads):
         return self._conn.execute(
             "SELECT e.name, instr(e.name_lc, ?1) > 0, instr(e.type_lc, ?1) > 0, e.id"
             " FROM entity_text_pending AS p CROSS JOIN entities AS e ON e.id = p.id"
-            f" WHERE (instr(e.name_lc, ?1) > 0 OR instr(e.type_lc, ?1) > 0){and_visible(self._scope, 'e.project')}",
+            f" WHERE (instr(e.name_lc, ?1) > 0 OR instr(e.type_lc, ?1) > 0){self._narrowed('e.project')}",
             (needle,),
         ).fetchall()
 
@@ -306,7 +306,7 @@ class _Search(_Reads):
         for name, count, entity_id in self._conn.execute(
             "SELECT e.name, count(*), e.id FROM observation_text_pending AS p"
             " CROSS JOIN observations AS o ON o.id = p.id JOIN entities AS e ON e.id = o.entity_id"
-            f" WHERE instr(o.content_lc, ?1) > 0{and_visible(self._scope, 'e.project')} GROUP BY o.entity_id",
+            f" WHERE instr(o.content_lc, ?1) > 0{self._narrowed('e.project')} GROUP BY o.entity_id",
             (needle,),
         ):
             counts[entity_id] = (name, counts.get(entity_id, (name, 0))[1] + count)
@@ -466,6 +466,11 @@ class _Search(_Reads):
             # Counts remembered before this write may be stale now.
             return sqlite_ranking.count_term(self._conn, term, at_most, word_index)
         return self._term_counts.count(self._conn, term, at_most, word_index)
+
+    def _narrowed(self, column: str) -> str:
+        """` AND` the scope's projects, for a scan by text: the project index may narrow it
+        (a project of 2,000 entities in a memory of a million), as `and_visible` never does."""
+        return "" if self._scope.every else f" AND {visible(self._scope, column)}"
 
     def _word_index(self) -> WordIndex:
         """The word index a search in the transaction's scope reads (project_words.py)."""

@@ -73,9 +73,9 @@ async def test_each_description_starts_with_the_official_one_and_adds_guidance(c
 # when a read across every project shows more than one) on the reads; `asOf` (the memory as it
 # stood at a time) on the three reads.
 INPUT_ADDITIONS = {
-    "read_graph": {"entityType", "offset", "limit", "mode", "project", "asOf"},
-    "search_nodes": {"entityType", "limit", "offset", "mode", "project", "asOf"},
-    "open_nodes": {"project", "asOf"},
+    "read_graph": {"entityType", "offset", "limit", "mode", "project", "asOf", "validAt"},
+    "search_nodes": {"entityType", "limit", "offset", "mode", "project", "asOf", "validAt"},
+    "open_nodes": {"project", "asOf", "validAt"},
 }
 OUTPUT_ADDITIONS = {
     "create_entities": {"skipped"},
@@ -90,7 +90,10 @@ async def test_input_schemas_are_the_official_ones_apart_from_optional_additions
     ours = copy.deepcopy((await listed(client))[name]["inputSchema"])
     if name == "search_nodes":
         official_query = OFFICIAL_BY_NAME[name]["inputSchema"]["properties"]["query"]
-        assert list(ours["properties"]) == ["query", "entityType", "limit", "offset", "mode", "project", "asOf"]
+        assert list(ours["properties"]) == [
+            *("query", "entityType", "limit", "offset", "mode"),
+            *("project", "asOf", "validAt"),
+        ]
         # Still first and the official string, with a length limit.
         assert ours["properties"]["query"] == {**official_query, "maxLength": 2048}
         assert ours["properties"]["entityType"]["type"] == "string"
@@ -120,6 +123,10 @@ async def test_input_schemas_are_the_official_ones_apart_from_optional_additions
         # What the one content sets: the entity keeps one current fact of an attribute.
         assert item["properties"].pop("attribute")["type"] == "string"
         assert "attribute" not in item["required"]
+        # When the contents hold in the world.
+        for bound in ("validFrom", "validUntil"):
+            assert item["properties"].pop(bound)["type"] == "string"
+            assert bound not in item["required"]
     assert ours == OFFICIAL_BY_NAME[name]["inputSchema"]
 
 

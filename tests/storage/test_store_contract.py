@@ -1459,3 +1459,42 @@ def test_a_word_of_a_query_never_finds_what_the_store_keeps_for_projects(store: 
         store.insert_entities([Entity("GP0 board", "thing", ("a board",))])
     with store.read():
         assert [hit.name for hit in store.search_entities(word_search(["gp0"], limit=10)).hits] == ["GP0 board"]
+
+
+# -- valid time (graphmem.core.validity) ----------------------------------------------------------
+
+
+def test_timed_entities_are_those_whose_facts_may_hold_for_a_time_in_every_project(store: Store):
+    timed_extra = {"observationMeta": [{"id": "obs_1", "version": 1, "validUntil": "2030"}]}
+    past_extra = {"observationHistory": [{"id": "obs_1", "content": "was", "validFrom": "2020-01"}]}
+    with store.write():
+        store.insert_entities(
+            [
+                Entity("plain", "note", ("a fact", "a [bracket] inside")),
+                Entity("ends", "note", ("on leave",), timed_extra),
+                Entity("had", "note", (), past_extra, project="api"),
+                Entity("dated", "note", ("  [2024-03-01] met Bob",), project="tool"),
+            ]
+        )
+    with store.read(Scope("api")):
+        # Across every project whatever the scope: a sweep and a read at a date need them all.
+        assert sorted(entity.name for entity in store.timed_entities()) == ["dated", "ends", "had"]
+        (ends,) = [entity for entity in store.timed_entities() if entity.name == "ends"]
+        assert ends.observations == ("on leave",) and ends.extra == timed_extra
+
+
+def test_the_next_fact_end_is_kept_by_the_writes_that_set_it(store: Store):
+    with store.read():
+        assert store.next_fact_end() is None or isinstance(store, JsonlStore)
+    extra = {"observationMeta": [{"id": "obs_1", "version": 1, "validUntil": "2030-05"}]}
+    with store.write():
+        store.insert_entities([Entity("ends", "note", ("on leave",), extra)])
+        store.set_next_fact_end("2030-06-01T00:00:00.000Z")
+    with store.read():
+        # JSONL reads it from the records; the others keep what was set.
+        assert store.next_fact_end() == "2030-06-01T00:00:00.000Z"
+    with store.write():
+        store.set_next_fact_end(None)
+        store.delete_entities(["ends"])
+    with store.read():
+        assert store.next_fact_end() is None

@@ -12,7 +12,8 @@ memory as it was and undoing a change read; the memory itself holds the after.
                                        "extra": {...} | null, "project": ""}}
     {"op": "add_facts", "project": "", "name": "Ada", "facts": ["..."]}       appended, in order
     {"op": "remove_facts", "project": "", "name": "Ada", "facts": [[3, "...", "employer"?], ...]}
-                                          each with its place before (and its attribute)
+                                          each with its place before (and its attribute,
+                                          validFrom and validUntil, when it had them)
     {"op": "update_entity", "project": "", "name": "Ada Lovelace",           its name after
      "before": {"name": "Ada", "entityType": "person", "extra": {...} | null}}
     {"op": "create_relations", "project": "", "keys": [[from, to, relationType], ...]}

@@ -142,6 +142,9 @@ class ObservationAddition:
     supersedes: tuple[str | None, ...] = ()
     attribute: str | None = None
     """What the one content sets (`employer`): it replaces the entity's current value of it."""
+    valid_from: str | None = None
+    valid_until: str | None = None
+    """When the contents hold in the world (core/validity.py), as the caller wrote it."""
 
 
 @dataclass(frozen=True, slots=True)

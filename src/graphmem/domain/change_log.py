@@ -14,11 +14,16 @@ the backend as one change, with who made it and through what, before the transac
                       ◄─ commit (the change and what it did, or neither)
 
 Reads, searches and everything else pass straight through.
+
+It also keeps `Store.next_fact_end` (core/validity.py): each entity written is looked at for
+facts that end, and the earliest end goes to the backend in the same transaction; and it says,
+from that row read at most once a second, whether a fact may have ended since (`may_have_ended`).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -26,8 +31,13 @@ from typing import Any
 from graphmem.core.changes import NewChange, Op, entity_record, relation_record
 from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import EVERY, SHARED, Scope
-from graphmem.domain.observations import records_of
+from graphmem.core.validity import end_of
+from graphmem.domain.observations import ObservationRecord, records_of
 from graphmem.storage.base import Store
+
+_END_SEEN_FOR = 1.0
+"""Seconds a read of `next_fact_end` is trusted before it is read again (a write of this
+process forgets it at once): a fact ends at most this late in another process's writes."""
 
 __all__ = ["RecordingStore"]
 
@@ -44,6 +54,7 @@ class RecordingStore:
         self.inner = inner
         self._maker = maker
         self._local = threading.local()  # each thread's transaction: its operations
+        self._end_seen: tuple[float, str | None] | None = None  # (when read, next_fact_end)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -68,13 +79,52 @@ class RecordingStore:
                     self._local.scope = outer
                 return
             self._local.ops, self._local.scope, self._local.seen = [], scope, {}
+            self._local.ends = None
             try:
                 yield
+                self._keep_next_end()
                 if self._local.ops:
                     author, via = self._maker()
                     self.inner.append_change(NewChange(author, via, scope.project, self._local.ops))
             finally:
-                self._local.ops = self._local.seen = None
+                self._local.ops = self._local.seen = self._local.ends = None
+
+    def may_have_ended(self, now: str) -> bool:
+        """Whether a current fact may have stopped holding by `now` (and must leave the current
+        facts: domain/validity.py)."""
+        seen = self._end_seen
+        if seen is None or time.monotonic() - seen[0] > _END_SEEN_FOR:
+            with self.inner.read():
+                seen = (time.monotonic(), self.inner.next_fact_end())
+            self._end_seen = seen
+        return seen[1] is not None and seen[1] <= now
+
+    def set_next_fact_end(self, when: str | None) -> None:
+        self.inner.set_next_fact_end(when)
+        self._end_seen = None
+
+    def _note_ends(self, entities: Iterable[Entity]) -> None:
+        """Remember the earliest end of the written entities' current facts."""
+        # From the records as kept (an update may pass the extra without the facts).
+        ends = [
+            end_of(meta["validUntil"])
+            for entity in entities
+            if entity.extra and isinstance(metas := entity.extra.get("observationMeta"), list)
+            for meta in metas
+            if isinstance(meta, dict) and isinstance(meta.get("validUntil"), str)
+        ]
+        if ends:
+            earliest = min(ends)
+            if self._local.ends is None or earliest < self._local.ends:
+                self._local.ends = earliest
+
+    def _keep_next_end(self) -> None:
+        """The backend's `next_fact_end` no later than the earliest end written now."""
+        earliest: str | None = self._local.ends
+        if earliest is not None:
+            kept = self.inner.next_fact_end()
+            if kept is None or earliest < kept:
+                self.set_next_fact_end(earliest)
 
     def get_entities(self, names: Sequence[str]) -> list[Entity]:
         found = self.inner.get_entities(names)
@@ -89,6 +139,7 @@ class RecordingStore:
 
     def insert_entities(self, entities: Sequence[Entity]) -> None:
         self.inner.insert_entities(entities)
+        self._note_ends(entities)
         # One operation a project, with the names alone: an import of thousands is a list of names.
         by_project: dict[str, list[str]] = {}
         for entity in entities:
@@ -120,9 +171,9 @@ class RecordingStore:
         removed = self.inner.remove_observations(name, contents)
         if removed:
             wanted = set(contents)
-            # Each with its place, and the attribute it set (undo puts it back as that value).
+            # Each with its place, and the attribute it set and when it held (undo puts it back so).
             facts = [
-                [place, record.content] + ([record.attribute] if record.attribute is not None else [])
+                [place, record.content, *_kept_with(record)]
                 for place, record in enumerate(before)
                 if record.content in wanted
             ]
@@ -133,6 +184,7 @@ class RecordingStore:
     def update_extras(self, entities: Sequence[Entity]) -> None:
         before = self._before([entity.name for entity in entities])
         self.inner.update_extras(entities)
+        self._note_ends(entities)
         after = {entity.name: entity for entity in entities}
         self._ops.extend(_updated(entity, after[entity.name]) for entity in before if entity.name in after)
         self._saw(
@@ -144,6 +196,7 @@ class RecordingStore:
     def update_entity(self, name: str, changed: Entity) -> None:
         before = self._before([name])
         self.inner.update_entity(name, changed)
+        self._note_ends([changed])
         self._ops.extend(_updated(entity, changed) for entity in before)
         self._forget([name])
         self._saw(Entity(changed.name, changed.entity_type, (), changed.extra, entity.project) for entity in before)
@@ -245,6 +298,15 @@ class RecordingStore:
             for relation in before
             if (relation.key, relation.project) not in left
         )
+
+
+def _kept_with(record: ObservationRecord) -> list[str | None]:
+    """What a removed fact's record says beyond its text, as [attribute, validFrom, validUntil],
+    without the trailing Nones (a plain fact keeps none)."""
+    kept = [record.attribute, record.valid_from, record.valid_until]
+    while kept and kept[-1] is None:
+        kept.pop()
+    return kept
 
 
 def _updated(before: Entity, after: Entity) -> Op:

@@ -15,6 +15,7 @@ from graphmem.core.models import (
     Relation,
 )
 from graphmem.core.projects import Scope
+from graphmem.core.validity import end_of, normalised, start_of
 from graphmem.storage.base import Store
 
 
@@ -90,6 +91,26 @@ class Checks:
                 f"{field}.attribute",
                 "and supersedes both say which fact this one replaces; give one of them.",
             )
+
+    def _check_validity(self, field: str, addition: ObservationAddition) -> tuple[str | None, str | None]:
+        """The addition's valid time as kept (core/validity.py): dates or instants, in order."""
+        kept: list[str | None] = []
+        for name, value in (("validFrom", addition.valid_from), ("validUntil", addition.valid_until)):
+            bound = None if value is None else normalised(value)
+            if value is not None and bound is None:
+                raise InvalidInputError(
+                    f"{field}.{name}",
+                    f"is {value[:40]!r}, not a date; give a day (2024-03-01), a month (2024-03), a year (2024) "
+                    "or an ISO 8601 time (2024-03-01T09:00:00Z).",
+                )
+            kept.append(bound)
+        start, end = kept
+        if start is not None and end is not None and end_of(end) <= start_of(start):
+            raise InvalidInputError(
+                f"{field}.validUntil",
+                f"is {end}, which ends before validFrom {start} begins; give an end after the start.",
+            )
+        return start, end
 
     def _check_entities(self, entities: Sequence[Entity]) -> None:
         self._check_batch("entities", entities)

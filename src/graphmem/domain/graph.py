@@ -57,7 +57,8 @@ class KnowledgeGraph(Writes, Searches):
         fusion: Fusion | None = None,
     ) -> None:
         # Every write goes through the recorder, which logs it (change_log.py).
-        self.store: Store = cast(Store, RecordingStore(store, lambda: (self.author, self.via)))
+        self._recorder = RecordingStore(store, lambda: (self.author, self.via))
+        self.store: Store = cast(Store, self._recorder)
         self.strict = strict
         self.author: str | None = None
         """Who the calls made now are made by (`authored_by`); None: nobody named."""
@@ -114,6 +115,10 @@ class KnowledgeGraph(Writes, Searches):
             yield
         finally:
             self.scope, self.reach = previous
+
+    def facts_may_have_ended(self, now: str) -> bool:
+        """Whether a current fact's valid time may have ended by `now` (domain/validity.py)."""
+        return self._recorder.may_have_ended(now)
 
     def embed_pending(self, batch: int = EMBED_BATCH) -> int:
         """Embed one batch of the texts waiting for vectors, here and now; how many it took.

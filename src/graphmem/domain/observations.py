@@ -8,8 +8,9 @@ current facts, in order. Their metadata rides in the entity's extra keys:
   `createdAt`, `version`, and `threadId`, `confidence`, `importance`, `supersedes`,
   `author` (the name of the team member's token that added it) when known);
 - `observationHistory`: whole records (with `content`) of the facts no longer current:
-  those a newer observation superseded, and archived ones (`[S:Archived]`), which are
-  kept but never shown by the read tools.
+  those a newer observation superseded, archived ones (`[S:Archived]`), which are kept but
+  never shown by the read tools, and those whose valid time ended (`validUntil`,
+  core/validity.py).
 
 An entity written before records existed has no metadata: its observations get the ids
 `obs_1`, `obs_2`, ... in order, the same ids every time, until a write stores them.
@@ -24,10 +25,12 @@ from typing import Any
 from graphmem.core.errors import InvalidInputError
 from graphmem.core.models import Entity
 from graphmem.core.timestamps import touched
+from graphmem.core.validity import Validity, instant_of
 from graphmem.domain.observation_text import ARCHIVED, parse_observation
 from graphmem.storage.base import Store
 
 __all__ = [
+    "HISTORY_KEY",
     "NewObservation",
     "ObservationRecord",
     "PlannedChange",
@@ -44,6 +47,8 @@ __all__ = [
 
 _META = "observationMeta"
 _HISTORY = "observationHistory"
+HISTORY_KEY = _HISTORY
+"""The extra key that holds an entity's past versions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +72,27 @@ class ObservationRecord:
     author: str | None = None
     attribute: str | None = None
     """What the fact sets (`employer`): an entity holds one current fact of an attribute."""
+    valid_from: str | None = None
+    valid_until: str | None = None
+    """When the fact holds in the world, as kept (core/validity.py); None: open."""
 
     @property
     def current(self) -> bool:
         return self.superseded_by is None and not is_archived(self.content)
+
+    @property
+    def validity(self) -> Validity:
+        """When the fact holds: its `validFrom`, else the time of its `[2024-03-01]` prefix."""
+        start = self.valid_from
+        if start is None:
+            stamp = parse_observation(self.content).timestamp
+            start = None if stamp is None else instant_of(stamp)
+        return Validity(start, self.valid_until)
+
+    @property
+    def timed(self) -> bool:
+        """Whether the fact may hold for a time only (a bound, or a prefix that may give one)."""
+        return self.valid_from is not None or self.valid_until is not None or self.content.lstrip()[:1] == "["
 
     def to_wire(self) -> dict[str, Any]:
         """The record as the richer tools show it, with the status and time its prefixes give."""
@@ -85,6 +107,8 @@ class ObservationRecord:
             "supersededBy": self.superseded_by,
             "author": self.author,
             "attribute": self.attribute,
+            "validFrom": self.valid_from,
+            "validUntil": self.valid_until,
             "status": parsed.status.capitalize() if parsed.status else None,
             "timestamp": parsed.timestamp.isoformat().replace("+00:00", "Z") if parsed.timestamp else None,
         }
@@ -102,6 +126,8 @@ class ObservationRecord:
             ("supersededBy", self.superseded_by),
             ("author", self.author),
             ("attribute", self.attribute),
+            ("validFrom", self.valid_from),
+            ("validUntil", self.valid_until),
         ):
             if value is not None:
                 meta[key] = value
@@ -110,6 +136,11 @@ class ObservationRecord:
 
 def is_archived(content: str) -> bool:
     return parse_observation(content).status == ARCHIVED
+
+
+def _not_current(record: ObservationRecord, now: str) -> bool:
+    """Archived, or its valid time over by `now`: kept in the history, never shown as current."""
+    return is_archived(record.content) or (record.valid_until is not None and record.validity.ended_by(now))
 
 
 def _record(content: str, meta: Any, fallback_id: str) -> ObservationRecord:
@@ -137,6 +168,8 @@ def _record(content: str, meta: Any, fallback_id: str) -> ObservationRecord:
         text("supersededBy"),
         text("author"),
         text("attribute"),
+        text("validFrom"),
+        text("validUntil"),
     )
 
 
@@ -215,6 +248,10 @@ class NewObservation:
     importance: float | None = None
     attribute: str | None = None
     """What the fact sets: the entity's current fact of the same attribute, if any, is superseded."""
+    valid_from: str | None = None
+    valid_until: str | None = None
+    """When the fact holds in the world (core/validity.py, kept form); one that has ended by
+    the time it is written goes straight to the history."""
 
 
 def new_records(
@@ -235,8 +272,10 @@ def new_records(
             item.importance,
             author=author,
             attribute=item.attribute,
+            valid_from=item.valid_from,
+            valid_until=item.valid_until,
         )
-        (history if is_archived(item.content) else current).append(record)
+        (history if _not_current(record, now) else current).append(record)
     return current, history
 
 
@@ -303,12 +342,16 @@ def plan_observations(
             item.importance,
             author=author,
             attribute=item.attribute,
+            valid_from=item.valid_from,
+            valid_until=item.valid_until,
         )
+        replaced_value = False
         if item.supersedes is None and item.attribute is not None:
             # One current value an attribute: the one there is becomes a past version.
             same = next((r for r in kept if r.attribute == item.attribute), None)
             if same is not None:
                 item = replace(item, supersedes=same.id)
+                replaced_value = True
         if item.supersedes is not None:
             old = next((r for r in kept if r.id == item.supersedes), None)
             if old is None:
@@ -318,12 +361,19 @@ def plan_observations(
                     "get_entity shows the current observations with their ids.",
                 )
             kept.remove(old)
+            if replaced_value and old.valid_until is None:
+                # The old value held until the new one began (now, unless the new one says):
+                # a read at an earlier time (validAt) sees it. A correction through
+                # `supersedes` says the old fact never held.
+                if record.validity.start is None:
+                    record = replace(record, valid_from=now)
+                old = replace(old, valid_until=record.validity.start)
             history.append(superseded(old, record.id))
             record = replace(record, supersedes=old.id, version=old.version + 1)
         fresh.append(record)
         have.add(item.content)
         added.append(item.content)
-        (history if is_archived(item.content) else kept).append(record)
+        (history if _not_current(record, now) else kept).append(record)
     if not added and len(kept) == len(current):
         return PlannedChange(None, (), 0)
     changed = with_records(entity, kept, history)

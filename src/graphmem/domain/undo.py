@@ -32,7 +32,7 @@ from graphmem.core.timestamps import now_iso
 from graphmem.domain.change_log import note_undone
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.history import describe
-from graphmem.domain.observations import NewObservation, change_observations
+from graphmem.domain.observations import HISTORY_KEY, NewObservation, change_observations
 from graphmem.storage.base import Store
 from graphmem.storage.entity_query import instant
 
@@ -314,11 +314,17 @@ def _apply_backward(graph: KnowledgeGraph, op: Op) -> None:
     elif kind == "add_facts":
         change_observations(store, op["name"], (), op["facts"], now_iso(), "changes", graph.author)
     elif kind == "remove_facts":
-        added = [NewObservation(fact[1], attribute=fact[2] if len(fact) > 2 else None) for fact in op["facts"]]
+        # [place, text] and, when the fact had them, its attribute and valid time.
+        added = []
+        for fact in op["facts"]:
+            attribute, valid_from, valid_until = [*fact[2:5], None, None, None][:3]
+            added.append(NewObservation(fact[1], attribute=attribute, valid_from=valid_from, valid_until=valid_until))
         change_observations(store, op["name"], added, (), now_iso(), "changes", graph.author)
     elif kind == "update_entity" and op.get("changed"):
         before = op["before"]
         store.update_entity(op["name"], Entity(before["name"], before["entityType"], (), before["extra"]))
+    elif kind == "update_entity":
+        _restore_history(store, op)
     elif kind == "create_relations":
         store.delete_relations([(key[0], key[1], key[2]) for key in op["keys"]])
     elif kind == "delete_relation":
@@ -330,3 +336,21 @@ def _apply_backward(graph: KnowledgeGraph, op: Op) -> None:
         store.move_entities([op["name"]], op["to"], op["from"])
     elif kind == "move_relation":
         store.move_relations([(op["key"][0], op["key"][1], op["key"][2])], op["to"], op["from"])
+
+
+def _restore_history(store: Store, op: Op) -> None:
+    """Take back what a metadata-only update did to the entity's past versions: a fact that
+    went straight to the history (archived, or its validity over when written) leaves it."""
+    before = (op["before"].get("extra") or {}).get(HISTORY_KEY)
+    found = store.get_entities([op["name"]])
+    if not found:
+        return
+    entity = found[0]
+    extra = dict(entity.extra or {})
+    if extra.get(HISTORY_KEY) == before:
+        return
+    if before is None:
+        extra.pop(HISTORY_KEY, None)
+    else:
+        extra[HISTORY_KEY] = before
+    store.update_entity(entity.name, Entity(entity.name, entity.entity_type, (), extra, entity.project))

@@ -167,6 +167,9 @@ class Writes(Reads):
             self._check_name(f"observations[{index}].entityName", addition.entity_name)
             self._check_observations(f"observations[{index}].contents", addition.contents)
             self._check_attribute(f"observations[{index}]", addition)
+        validity = [
+            self._check_validity(f"observations[{index}]", addition) for index, addition in enumerate(additions)
+        ]
         results: list[AddedObservations] = []
         now = now_iso()
         with self.writing():
@@ -186,8 +189,11 @@ class Writes(Reads):
                 if name is None:
                     raise EntityNotFoundError(addition.entity_name)
                 corrects = list(addition.supersedes) + [None] * (len(addition.contents) - len(addition.supersedes))
+                valid_from, valid_until = validity[index]
                 new = [
-                    NewObservation(content, old, attribute=addition.attribute)
+                    NewObservation(
+                        content, old, attribute=addition.attribute, valid_from=valid_from, valid_until=valid_until
+                    )
                     for content, old in zip(addition.contents, corrects, strict=False)
                 ]
                 plan = plan_observations(after[name], new, (), now, f"observations[{index}].supersedes", self.author)

@@ -25,6 +25,7 @@ from graphmem.core.identity import Identity
 from graphmem.core.projects import Scope
 from graphmem.domain import projects
 from graphmem.domain.as_of import as_of
+from graphmem.domain.validity import end_lapsed_facts
 from graphmem.server.access import read_only_refusal
 from graphmem.server.state import AppState
 from graphmem.tools import ToolOutput, ToolSpec
@@ -89,6 +90,8 @@ class Asked:
     """What the change log says the call was made through: the tool's name unless a front names itself."""
     as_of: str | None = None
     """The call's `asOf`: answer as the memory stood at that time (domain/as_of.py)."""
+    valid_at: str | None = None
+    """The call's `validAt`: show the facts that held at that date (domain/validity.py)."""
 
 
 def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: Asked) -> ToolOutput:
@@ -99,15 +102,18 @@ def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: As
     identity = asked.identity
     author = identity.name if identity is not None else None
     scope = scope_asked(state, asked, writes=spec.annotations.read_only_hint is not True)
+    # Facts whose valid time has ended leave the current ones before the call sees them
+    # (a row read at most once a second when none has).
+    end_lapsed_facts(graph)
     with (
         graph.time_limit(state.call_time_limit if spec.time_limited else 0),
         graph.authored_by(author),
         graph.through(asked.via or spec.name),
         graph.working_in(scope, None if identity is None else identity.projects),
     ):
-        if asked.as_of is not None:
+        if asked.as_of is not None or asked.valid_at is not None:
             # Not from the answers kept: those are of the memory as it is.
-            return as_of(graph, asked.as_of, lambda: spec.run(state.tools, arguments))
+            return as_of(graph, asked.as_of, lambda: spec.run(state.tools, arguments), valid_at=asked.valid_at)
         return state.answers.run(spec, state.tools, arguments)
 
 
@@ -126,24 +132,25 @@ def scope_asked(state: AppState, asked: Asked, *, writes: bool) -> Scope:
         )
 
 
-def _as_of_argument(tool: str, arguments: Any, read_only: bool) -> tuple[Any, str | None, Refusal | None]:
-    """The call's arguments without `asOf`, which any read takes (the memory as it stood then),
-    and its value; an `asOf` that is not text, or on a tool that writes, is refused."""
-    if not isinstance(arguments, dict) or "asOf" not in arguments:
+def _time_argument(name: str, tool: str, arguments: Any, read_only: bool) -> tuple[Any, str | None, Refusal | None]:
+    """The call's arguments without `name` (`asOf`, the memory as it stood then, or `validAt`,
+    the facts that held then), which any read takes, and its value; one that is not text, or
+    on a tool that writes, is refused."""
+    if not isinstance(arguments, dict) or name not in arguments:
         return arguments, None, None
-    when = arguments["asOf"]
+    when = arguments[name]
     problem = None
     if not isinstance(when, str):
-        problem = f"asOf: is {json.dumps(when)[:40]}, not a text. Give an ISO 8601 time, or leave it out."
+        problem = f"{name}: is {json.dumps(when)[:40]}, not a text. Give an ISO 8601 date or time, or leave it out."
     elif not read_only:
-        problem = "asOf: is for reads; a write always changes the memory as it is now. Leave it out."
+        problem = f"{name}: is for reads; a write always changes the memory as it is now. Leave it out."
     if problem is not None:
         return (
             arguments,
             None,
             Refusal(f"Input validation error: Invalid arguments for tool {tool}: {problem}", "invalid"),
         )
-    return {key: value for key, value in arguments.items() if key != "asOf"}, when, None
+    return {key: value for key, value in arguments.items() if key != name}, when, None
 
 
 def _project_argument(tool: str, arguments: Any) -> tuple[Any, str | None, Refusal | None]:
@@ -185,14 +192,17 @@ async def run_tool_call(
     arguments, project, refused = _project_argument(spec.name, arguments)
     if refused is not None:
         return refused
-    arguments, when, refused = _as_of_argument(spec.name, arguments, read_only)
+    arguments, when, refused = _time_argument("asOf", spec.name, arguments, read_only)
+    if refused is not None:
+        return refused
+    arguments, valid_at, refused = _time_argument("validAt", spec.name, arguments, read_only)
     if refused is not None:
         return refused
     try:
         parsed = spec.arguments.model_validate(arguments or {})
     except ValidationError as error:
         return Refusal(format_validation_error(spec.name, error), "invalid")
-    asked = Asked(identity, project, project_header, via, when)
+    asked = Asked(identity, project, project_header, via, when, valid_at)
     try:
         return await state.run(_run_within_limit, state, spec, parsed, asked, writes=not read_only)
     except GraphmemError as error:

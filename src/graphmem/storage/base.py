@@ -362,6 +362,24 @@ class Store(Protocol):
         that name an entity of the project or of the shared space."""
         ...
 
+    # -- valid time (graphmem.core.validity) ---------------------------------------------------
+
+    def timed_entities(self) -> list[Entity]:
+        """Every entity, of every project whatever the scope, that may hold a fact for a time
+        only: its extra mentions `validFrom` or `validUntil`, or a current fact starts with `[`
+        (a `[2024-03-01]` prefix). A superset is allowed: the domain reads the records. Inside a
+        transaction."""
+        ...
+
+    def next_fact_end(self) -> str | None:
+        """When the first current fact stops holding (an instant, as the domain set it with
+        `set_next_fact_end`); None when no fact ends. May be earlier than the truth, never later."""
+        ...
+
+    def set_next_fact_end(self, when: str | None) -> None:
+        """Keep `next_fact_end`, inside a write transaction."""
+        ...
+
     # -- projects ---------------------------------------------------------------------------
 
     def move_entities(self, names: Sequence[str], source: str, target: str) -> int:

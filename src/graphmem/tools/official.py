@@ -83,6 +83,8 @@ class _AdditionArg(ToolArgs):
     contents: list[str]
     supersedes: list[str | None] = Field(default_factory=list)
     attribute: Omittable[str] = None
+    valid_from: Omittable[str] = Field(default=None, alias="validFrom")
+    valid_until: Omittable[str] = Field(default=None, alias="validUntil")
 
     @model_validator(mode="after")
     def _one_per_content(self) -> _AdditionArg:
@@ -189,7 +191,14 @@ def create_relations(ctx: ToolContext, args: _RelationsArgs) -> ToolOutput:
 def add_observations(ctx: ToolContext, args: _AddObservationsArgs) -> ToolOutput:
     results = ctx.graph.add_observations(
         [
-            ObservationAddition(item.entity_name, tuple(item.contents), tuple(item.supersedes), item.attribute)
+            ObservationAddition(
+                item.entity_name,
+                tuple(item.contents),
+                tuple(item.supersedes),
+                item.attribute,
+                item.valid_from,
+                item.valid_until,
+            )
             for item in args.observations
         ]
     )
@@ -464,6 +473,8 @@ OFFICIAL_TOOLS: tuple[ToolSpec, ...] = (
                                 "type": "string",
                                 "description": "What the one content sets (employer): it replaces the current value",
                             },
+                            "validFrom": {"type": "string", "description": "Holds from (date)"},
+                            "validUntil": {"type": "string", "description": "Holds until (date, included)"},
                         },
                         "required": ["entityName", "contents"],
                     },

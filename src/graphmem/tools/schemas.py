@@ -138,8 +138,12 @@ PROJECT_LISTS: dict[str, Any] = {"projects": {"type": "array"}, "relationProject
 # The `project` argument every read takes: the server's project is the default.
 PROJECT_ARGUMENT: dict[str, Any] = {"project": {"type": "string", "description": 'a project, "shared", or "*" for all'}}
 
-# The `asOf` argument the four main reads list (any read takes it): the memory as it stood then.
-AS_OF_ARGUMENT: dict[str, Any] = {"asOf": {"type": "string", "description": "ISO 8601: as the memory stood then"}}
+# The `asOf` and `validAt` arguments the four main reads list (any read takes them): the memory
+# as it stood then, and the facts that held in the world at a date.
+AS_OF_ARGUMENT: dict[str, Any] = {
+    "asOf": {"type": "string", "description": "ISO 8601: as the memory stood then"},
+    "validAt": {"type": "string", "description": "Date: facts that held then"},
+}
 
 # A graph answer that may be cut to the response budget: the official shape plus `truncated`.
 BOUNDED_GRAPH_RESULT = {

@@ -48,11 +48,13 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from graphmem.core.changes import ChangeFilter, ChangePage, NewChange
 from graphmem.core.errors import ImportFormatError, StorageBusyError, StorageError
 from graphmem.core.models import Entity
 from graphmem.core.projects import EVERY, Scope
+from graphmem.core.validity import end_of
 from graphmem.storage.base import map_backend_errors
 from graphmem.storage.files import fsync_directory
 from graphmem.storage.jsonl.changes import ChangeFile
@@ -191,6 +193,7 @@ class JsonlStore(_Writes, _Projects):
         self._bad_lines: list[int] = []
         self._told_about_fork_observations = False
         self._change_file = ChangeFile(self._path)
+        self._fact_end_memo: tuple[bytes, str | None] | None = None
         self._new_changes: list[NewChange] = []
         """The changes of the write transaction in progress, appended once its file is saved."""
         self._reset()
@@ -468,6 +471,37 @@ class JsonlStore(_Writes, _Projects):
         with self.read():
             return self._change_file.page(where, limit, self._scope)
 
+    # -- valid time: read from the facts' records, which the file holds already ------------------
+
+    def timed_entities(self) -> list[Entity]:
+        with self.read():
+            return [
+                row.value
+                for row in self._head
+                if row is not None and isinstance(row.value, Entity) and _may_be_timed(row.value)
+            ]
+
+    def next_fact_end(self) -> str | None:
+        # Derived from the records, once a version of the file (the token changes with each).
+        with self.read():
+            memo = self._fact_end_memo
+            if memo is not None and memo[0] == self._token and not self._writing:
+                return memo[1]
+            ends = [
+                end_of(meta["validUntil"])
+                for row in self._head
+                if row is not None and isinstance(row.value, Entity) and row.value.extra
+                for meta in _metas(row.value.extra)
+                if isinstance(meta.get("validUntil"), str)
+            ]
+            found = min(ends, default=None)
+            if not self._writing:
+                self._fact_end_memo = (self._token, found)
+            return found
+
+    def set_next_fact_end(self, when: str | None) -> None:
+        """Nothing to keep: the file's records say it (`next_fact_end`)."""
+
     def bulk_insert(self) -> AbstractContextManager[None]:
         # The file is written once per transaction already.
         return nullcontext()
@@ -525,3 +559,17 @@ class JsonlStore(_Writes, _Projects):
                 except FileNotFoundError:
                     stamp = None
                 return (stamp, os.pread(self._lock_fd, _TOKEN_SIZE, 0))
+
+
+def _metas(extra: dict[str, Any]) -> list[dict[str, Any]]:
+    metas = extra.get("observationMeta")
+    return [meta for meta in metas if isinstance(meta, dict)] if isinstance(metas, list) else []
+
+
+def _may_be_timed(entity: Entity) -> bool:
+    """A record with a bound, or a fact that starts with `[` (Store.timed_entities)."""
+    extra = entity.extra or {}
+    records = [*_metas(extra), *(item for item in extra.get("observationHistory") or () if isinstance(item, dict))]
+    if any("validFrom" in record or "validUntil" in record for record in records):
+        return True
+    return any(content.lstrip()[:1] == "[" for content in entity.observations)

@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 from graphmem.core.changes import Change, ChangeFilter, ChangePage, NewChange, names_touched
+from graphmem.core.models import Entity
 from graphmem.core.timestamps import now_iso
-from graphmem.storage.postgres.reads import _Reads
+from graphmem.storage.postgres.reads import ENTITY_ROW, _Reads
 from graphmem.storage.postgres.text import escape, unescape
 
 __all__ = ["_Changes"]
@@ -99,3 +100,22 @@ class _Changes(_Reads):
             for seq, at, author, via, project, ops in rows
         ]
         return ChangePage(changes[:limit], len(changes) > limit)
+
+    # -- valid time -----------------------------------------------------------------------------
+
+    def timed_entities(self) -> list[Entity]:
+        # A scan of the extras and the facts' first characters: valid time is asked of rarely
+        # (a read at a date, a fact that has ended), never on the way of an ordinary call.
+        # (%% is one % to LIKE, and a wildcard either way.)
+        rows = self._rows(
+            f"SELECT {ENTITY_ROW} FROM entities WHERE extra LIKE '%%\"valid%%' OR id IN"
+            " (SELECT entity_id FROM observations WHERE left(ltrim(content), 1) = '[') ORDER BY id"
+        )
+        return self._entities_of(rows)
+
+    def next_fact_end(self) -> str | None:
+        rows = self._rows("SELECT next_fact_end FROM graphmem_state WHERE id = 1")
+        return None if not rows or rows[0][0] is None else str(rows[0][0])
+
+    def set_next_fact_end(self, when: str | None) -> None:
+        self._rows("UPDATE graphmem_state SET next_fact_end = %s WHERE id = 1 RETURNING id", (when,))

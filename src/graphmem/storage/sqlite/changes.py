@@ -1,5 +1,6 @@
 """SQLiteStore's change log (migration 19): each change a row of `changes`, written in the write
-transaction that made it, and each entity it names a row of `change_entities`."""
+transaction that made it, and each entity it names a row of `change_entities`; and the facts
+that hold for a time (migration 20: when the first one ends)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from typing import Any
 
 from graphmem.core.changes import Change, ChangeFilter, ChangePage, NewChange, names_touched
+from graphmem.core.models import Entity
 from graphmem.core.timestamps import now_iso
 from graphmem.storage.sqlite.reads import _Reads
 from graphmem.storage.sqlite.scoping import visible
@@ -87,3 +89,26 @@ class _Changes(_Reads):
             Change(seq, at, author, via, project, json.loads(ops)) for seq, at, author, via, project, ops in rows
         ]
         return ChangePage(changes[:limit], len(changes) > limit)
+
+    # -- valid time -----------------------------------------------------------------------------
+
+    def timed_entities(self) -> list[Entity]:
+        # A scan of the extras and the facts' first characters: valid time is asked of rarely
+        # (a read at a date, a fact that has ended), never on the way of an ordinary call.
+        rows = self._conn.execute(
+            "SELECT id, name, entity_type, extra, project FROM entities"
+            " WHERE extra LIKE '%\"valid%' OR id IN"
+            " (SELECT entity_id FROM observations WHERE substr(ltrim(content), 1, 1) = '[') ORDER BY id"
+        ).fetchall()
+        return self._entities_of(rows)
+
+    def next_fact_end(self) -> str | None:
+        row = self._conn.execute("SELECT next_end FROM fact_ends WHERE id = 1").fetchone()
+        return None if row is None or row[0] is None else str(row[0])
+
+    def set_next_fact_end(self, when: str | None) -> None:
+        self._conn.execute(
+            "INSERT INTO fact_ends (id, next_end) VALUES (1, ?)"
+            " ON CONFLICT (id) DO UPDATE SET next_end = excluded.next_end",
+            (when,),
+        )

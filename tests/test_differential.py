@@ -403,7 +403,10 @@ def compare(tool: str, arguments: dict[str, Any], graph: dict[str, Any], officia
         assert ours.structured["relations"] == [
             r for r in graph["relations"] if r["from"] in touching or r["to"] in touching
         ]
-        assert ours.texts == [dump(ours.structured)]
+        # The text is the official answer: `partlyEmbedded` (a search made while texts still wait
+        # for their vectors) is said in the structured answer only.
+        official_shape = {key: value for key, value in ours.structured.items() if key != "partlyEmbedded"}
+        assert ours.texts == [dump(official_shape)]
         return
 
     # read_graph, open_nodes, add_observations: identical.

@@ -34,6 +34,7 @@ from graphmem.domain.change_log import RecordingStore
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.history import DEFAULT_CHANGES, ChangeQuery, describe, list_changes
 from graphmem.domain.meaning import EMBED_BATCH
+from graphmem.domain.secret_policy import Policy, redaction_note
 from graphmem.embedding import load_embedder
 from graphmem.storage import open_checked_store, open_store
 from graphmem.storage.base import Store
@@ -54,8 +55,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
+def _keep_secrets_choice(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta["secrets"] = value
+
+
 def memory_options(command: F) -> F:
     """The options that say which memory to use, shared by every command."""
+    command = click.option(
+        "--secrets",
+        type=click.Choice(["redact", "refuse", "allow"], case_sensitive=False),
+        default=None,
+        expose_value=False,
+        callback=_keep_secrets_choice,
+        help=(
+            "What to do with a secret written to the memory (an API key, a password, a private key): "
+            "redact it (the default), refuse the write, or allow it (env GRAPHMEM_SECRETS)."
+        ),
+    )(command)
     command = click.option(
         "--strict/--no-strict",
         default=None,
@@ -198,6 +215,7 @@ def _settings(
             tools=tools if tools is not None else parent.get("tools"),
             call_time_limit=call_time_limit if call_time_limit is not None else parent.get("call_time_limit"),
             search_budget=search_budget if search_budget is not None else parent.get("search_budget"),
+            secrets=ctx.meta.get("secrets"),
         )
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
@@ -212,6 +230,7 @@ def _open_graph(settings: Settings) -> KnowledgeGraph:
             open_store(settings), strict=settings.strict, limits=settings.limits, load_embedder=loader
         )
         graph.history_days = settings.history_days
+        graph.secrets = cast(Policy, settings.secrets)
         return graph
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
@@ -792,6 +811,7 @@ def import_(
     graph = _open_graph(settings)
     # Lines without a project go to the one graphmem runs in (--project), else to the shared space.
     scope = EVERY if settings.project is None else Scope(settings.project.id)
+    graph.take_redactions()
     try:
         with (
             closing,
@@ -822,6 +842,9 @@ def import_(
         raise
     try:
         _print_import_report(report, source, settings)
+        redacted = graph.take_redactions()
+        if redacted:
+            click.echo(redaction_note(redacted))
         _embed_waiting(graph, progress)
     finally:
         graph.store.close()
@@ -1067,8 +1090,9 @@ def migrate_(ctx: click.Context, source: str, target: str, progress: bool | None
             started = time.perf_counter()
             with _progress_bar(progress, counts.entities + counts.relations, LARGE_GRAPH_RECORDS, "Migrating") as bar:
                 # Logged as one change a batch, made through `migrate` (domain/change_log.py).
-                logged = cast(Store, RecordingStore(writing, lambda: (None, "migrate")))
-                report = migrate(reading.store, logged, progress=bar)
+                recorder = RecordingStore(writing, lambda: (None, "migrate"))
+                recorder.secrets = cast(Policy, to_settings.secrets)  # what migrates is cleaned as any write
+                report = migrate(reading.store, cast(Store, recorder), progress=bar)
             seconds = time.perf_counter() - started
         except GraphmemError as error:
             raise click.ClickException(str(error)) from error

@@ -208,6 +208,9 @@ class Settings:
     semantic: bool = True
     history_days: int | None = None
     """How many days of the change log `compact` keeps (GRAPHMEM_HISTORY_DAYS); None: all of it."""
+    secrets: str = "redact"
+    """What is done with a secret written: redact, refuse or allow (--secrets, GRAPHMEM_SECRETS;
+    domain/secret_policy.py)."""
     project: ProjectChoice | None = None
     why_no_project: str | None = None
     roots_may_choose: bool = False
@@ -245,6 +248,7 @@ class Settings:
         semantic: bool | None = None,
         project: str | None = None,
         workspace: str | None = None,
+        secrets: str | None = None,
         cwd: Path | None = None,
         home: Path | None = None,
     ) -> Settings:
@@ -264,6 +268,7 @@ class Settings:
             project: the `--project` flag (a name, or `auto`), if given; "" turns projects off
                 whatever GRAPHMEM_PROJECT says.
             workspace: the `--workspace` flag (the folder a client works in), if given.
+            secrets: the `--secrets` flag (redact, refuse or allow), if given.
             cwd: the directory relative paths resolve against; the working directory when None.
             home: the user's home directory, never a project of its own; `Path.home()` when None.
         """
@@ -339,6 +344,15 @@ class Settings:
             raise ConfigError(
                 "GRAPHMEM_HISTORY_DAYS", history, "Give a whole number of days (365), or leave it unset to keep all."
             )
+        secrets_key = "--secrets" if secrets else "GRAPHMEM_SECRETS"
+        secrets = (secrets or env.get("GRAPHMEM_SECRETS", "").strip() or "redact").lower()
+        if secrets not in ("redact", "refuse", "allow"):
+            raise ConfigError(
+                secrets_key,
+                secrets,
+                "Choose redact (secrets replaced by a marker: the default), refuse (a write holding one is "
+                "refused) or allow (kept as written).",
+            )
         project_setting = project if project is not None else env.get("GRAPHMEM_PROJECT", "")
         workspace_source = "--workspace" if workspace is not None else "GRAPHMEM_WORKSPACE"
         workspace = workspace if workspace is not None else env.get("GRAPHMEM_WORKSPACE")
@@ -367,6 +381,7 @@ class Settings:
             call_time_limit=call_time_limit,
             semantic=semantic,
             history_days=int(history) if history else None,
+            secrets=secrets,
             project=chosen if isinstance(chosen, ProjectChoice) else None,
             why_no_project=chosen.reason if isinstance(chosen, NoProject) else None,
             roots_may_choose=chosen is not None and project_setting.strip().lower() == AUTO and not named_workspace,

@@ -15,7 +15,8 @@ the backend as one change, with who made it and through what, before the transac
 
 Reads, searches and everything else pass straight through.
 
-It also keeps `Store.next_fact_end` (core/validity.py): each entity written is looked at for
+It also takes every secret out of what is written (domain/secret_policy.py), before the
+backend or the log sees it, and keeps `Store.next_fact_end` (core/validity.py): each entity written is looked at for
 facts that end, and the earliest end goes to the backend in the same transaction; and it says,
 from that row read at most once a second, whether a fact may have ended since (`may_have_ended`).
 """
@@ -26,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from graphmem.core.changes import NewChange, Op, entity_record, relation_record
@@ -33,6 +35,7 @@ from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import EVERY, SHARED, Scope
 from graphmem.core.validity import end_of
 from graphmem.domain.observations import ObservationRecord, records_of
+from graphmem.domain.secret_policy import Policy, Redaction, clean_entity, clean_extra, clean_facts, clean_relation
 from graphmem.storage.base import Store
 
 _END_SEEN_FOR = 1.0
@@ -55,6 +58,8 @@ class RecordingStore:
         self._maker = maker
         self._local = threading.local()  # each thread's transaction: its operations
         self._end_seen: tuple[float, str | None] | None = None  # (when read, next_fact_end)
+        self.secrets: Policy = "redact"
+        """What is done with a secret written (domain/secret_policy.py)."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -80,14 +85,27 @@ class RecordingStore:
                 return
             self._local.ops, self._local.scope, self._local.seen = [], scope, {}
             self._local.ends = None
+            self._local.redacted = []
             try:
                 yield
                 self._keep_next_end()
+                # Kept for the caller to say what was taken out (a rolled-back write kept nothing).
+                self._local.taken = [*(getattr(self._local, "taken", None) or ()), *self._local.redacted]
                 if self._local.ops:
                     author, via = self._maker()
                     self.inner.append_change(NewChange(author, via, scope.project, self._local.ops))
             finally:
-                self._local.ops = self._local.seen = self._local.ends = None
+                self._local.ops = self._local.seen = self._local.ends = self._local.redacted = None
+
+    def take_redactions(self) -> list[Redaction]:
+        """The secrets this thread's write transactions took out of what they stored since the
+        last call, forgotten as they are returned."""
+        taken: list[Redaction] = getattr(self._local, "taken", None) or []
+        self._local.taken = []
+        return taken
+
+    def _clean(self, entities: Sequence[Entity]) -> list[Entity]:
+        return [clean_entity(entity, self.secrets, self._local.redacted) for entity in entities]
 
     def may_have_ended(self, now: str) -> bool:
         """Whether a current fact may have stopped holding by `now` (and must leave the current
@@ -138,6 +156,7 @@ class RecordingStore:
     # -- the writes -----------------------------------------------------------------------
 
     def insert_entities(self, entities: Sequence[Entity]) -> None:
+        entities = self._clean(entities)
         self.inner.insert_entities(entities)
         self._note_ends(entities)
         # One operation a project, with the names alone: an import of thousands is a list of names.
@@ -147,6 +166,7 @@ class RecordingStore:
         self._ops.extend({"op": "create_entities", "project": p, "names": names} for p, names in by_project.items())
 
     def insert_relations(self, relations: Sequence[Relation]) -> None:
+        relations = [clean_relation(relation, self.secrets, self._local.redacted) for relation in relations]
         self.inner.insert_relations(relations)
         by_project: dict[str, list[list[str]]] = {}
         for relation in relations:
@@ -157,6 +177,9 @@ class RecordingStore:
         self.append_observations_batch([(name, contents)])
 
     def append_observations_batch(self, additions: Sequence[tuple[str, Sequence[str]]]) -> None:
+        additions = [
+            (name, clean_facts(name, contents, self.secrets, self._local.redacted)) for name, contents in additions
+        ]
         projects = self._projects_of([name for name, _ in additions])
         self.inner.append_observations_batch(additions)
         self._ops.extend(
@@ -183,6 +206,10 @@ class RecordingStore:
 
     def update_extras(self, entities: Sequence[Entity]) -> None:
         before = self._before([entity.name for entity in entities])
+        entities = [
+            replace(entity, extra=clean_extra(entity.name, entity.extra, self.secrets, self._local.redacted))
+            for entity in entities
+        ]
         self.inner.update_extras(entities)
         self._note_ends(entities)
         after = {entity.name: entity for entity in entities}
@@ -195,6 +222,7 @@ class RecordingStore:
 
     def update_entity(self, name: str, changed: Entity) -> None:
         before = self._before([name])
+        changed = clean_entity(changed, self.secrets, self._local.redacted)
         self.inner.update_entity(name, changed)
         self._note_ends([changed])
         self._ops.extend(_updated(entity, changed) for entity in before)

@@ -23,6 +23,7 @@ from graphmem.domain.change_log import RecordingStore
 from graphmem.domain.fusion import Fusion
 from graphmem.domain.meaning import EMBED_BATCH, Meaning, TextEmbedder
 from graphmem.domain.searching import RankedNames, Searches
+from graphmem.domain.secret_policy import Policy, Redaction
 from graphmem.domain.writing import CreatedEntities, CreatedRelations, Writes
 from graphmem.storage.base import Store
 
@@ -115,6 +116,21 @@ class KnowledgeGraph(Writes, Searches):
             yield
         finally:
             self.scope, self.reach = previous
+
+    @property
+    def secrets(self) -> Policy:
+        """What is done with a secret written: redact (the default), refuse or allow
+        (domain/secret_policy.py)."""
+        return self._recorder.secrets
+
+    @secrets.setter
+    def secrets(self, policy: Policy) -> None:
+        self._recorder.secrets = policy
+
+    def take_redactions(self) -> list[Redaction]:
+        """The secrets this thread's writes took out of what they stored since the last call
+        (domain/secret_policy.py), forgotten as they are returned."""
+        return self._recorder.take_redactions()
 
     def facts_may_have_ended(self, now: str) -> bool:
         """Whether a current fact's valid time may have ended by `now` (domain/validity.py)."""

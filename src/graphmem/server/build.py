@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -29,6 +29,7 @@ from graphmem._version import __version__
 from graphmem.config import Settings
 from graphmem.core.projects import EVERY, Scope
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.secret_policy import Policy
 from graphmem.embedding import load_embedder
 from graphmem.server import notices, resource_handlers
 from graphmem.server.embedding_worker import EmbeddingWorker
@@ -101,6 +102,7 @@ def build_server(
                 load_embedder=load_embedder if settings.semantic else None,
             )
             graph.history_days = settings.history_days
+            graph.secrets = cast(Policy, settings.secrets)
             state = AppState(
                 ToolContext(graph, settings.response_budget, settings.search_budget),
                 StoreAccess(opened, inline=one_client),

@@ -7,6 +7,7 @@ words the outcome its own way (a tool result, or an HTTP status and JSON).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 from graphmem.core.errors import (
     EntityNotFoundError,
     GraphmemError,
+    InvalidInputError,
     RelationNotFoundError,
     StorageBusyError,
     TimeLimitError,
@@ -25,6 +27,7 @@ from graphmem.core.identity import Identity
 from graphmem.core.projects import Scope
 from graphmem.domain import projects
 from graphmem.domain.as_of import as_of
+from graphmem.domain.secret_policy import Redaction, clean_arguments, redaction_note
 from graphmem.domain.validity import end_lapsed_facts
 from graphmem.server.access import read_only_refusal
 from graphmem.server.state import AppState
@@ -198,13 +201,24 @@ async def run_tool_call(
     arguments, valid_at, refused = _time_argument("validAt", spec.name, arguments, read_only)
     if refused is not None:
         return refused
+    redacted: list[Redaction] = []
+    if not read_only:
+        # Secrets leave a write's texts before the tool reads them (domain/secret_policy.py).
+        try:
+            arguments, redacted = clean_arguments(arguments, state.tools.graph.secrets)
+        except InvalidInputError as error:
+            problem = f"{error.field}: {error.problem}"
+            return Refusal(f"Input validation error: Invalid arguments for tool {spec.name}: {problem}", "invalid")
     try:
         parsed = spec.arguments.model_validate(arguments or {})
     except ValidationError as error:
         return Refusal(format_validation_error(spec.name, error), "invalid")
     asked = Asked(identity, project, project_header, via, when, valid_at)
     try:
-        return await state.run(_run_within_limit, state, spec, parsed, asked, writes=not read_only)
+        output = await state.run(_run_within_limit, state, spec, parsed, asked, writes=not read_only)
+        if redacted and not output.is_error:
+            output = dataclasses.replace(output, notes=(*output.notes, redaction_note(redacted)))
+        return output
     except GraphmemError as error:
         return Refusal(str(error), refusal_kind(error))
     except Exception as error:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import errno
 import sqlite3
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -362,6 +362,12 @@ class Store(Protocol):
         that name an entity of the project or of the shared space."""
         ...
 
+    def rewrite_changes(self, clean: Callable[[Any], Any]) -> int:
+        """Pass every recorded change's operations, and every entity name the log keeps, through
+        `clean` (a JSON value in, the value to keep out), and store what it changed, inside a
+        write transaction; how many changes changed. Taking secrets out of the history."""
+        ...
+
     # -- valid time (graphmem.core.validity) ---------------------------------------------------
 
     def timed_entities(self) -> list[Entity]:
@@ -426,8 +432,14 @@ class Store(Protocol):
         """How many bytes the memory takes on disk (with any journal beside it)."""
         ...
 
-    def compact(self) -> None:
-        """Give back the space that deleted data still takes, outside any transaction."""
+    def compact(self, thorough: bool = False) -> None:
+        """Give back the space that deleted data still takes, outside any transaction.
+
+        Args:
+            thorough: leave no deleted text in the store's files either (taking secrets out):
+                PostgreSQL rewrites its tables (VACUUM FULL, which locks them while it runs);
+                SQLite's compaction always rewrites its file.
+        """
         ...
 
     def close(self) -> None: ...

@@ -498,7 +498,8 @@ async function edit(action, body) {
     explorer.state.expand = explorer.state.expand.filter((name) => name !== old);
   }
   graph.applyFilters();
-  say(answer.message || "Saved.");
+  // The server's notes in sentences (a secret it took out, a relation to no entity yet) follow.
+  say([answer.message || "Saved.", ...(answer.notes || [])].join(" "));
   if (action === "entities/move" && answer.entity) {
     await followMoved(answer.entity, answer.message);
   } else if (answer.entity) {

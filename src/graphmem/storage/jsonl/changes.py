@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from graphmem.core.changes import Change, ChangeFilter, ChangePage, NewChange, names_touched
 from graphmem.core.projects import Scope
@@ -88,8 +91,25 @@ class ChangeFile:
         since = max(before, self.history_since() or before)
         # The numbers go on from the last one, even when no change is kept.
         last, _ = self._last()
-        lines = [json.dumps({"historySince": since, "lastSeq": last}) + "\n"]
-        for change in kept:
+        self._write(kept, {"historySince": since, "lastSeq": last})
+        return gone
+
+    def rewrite(self, clean: Callable[[Any], Any]) -> int:
+        """Rewrite the log with each change's operations passed through `clean`; how many changed."""
+        every = self.changes()
+        kept = [replace(change, ops=clean(change.ops)) for change in every]
+        changed = sum(after.ops != before.ops for after, before in zip(kept, every, strict=True))
+        if changed:
+            last, _ = self._last()
+            since = self.history_since()
+            self._write(kept, None if since is None else {"historySince": since, "lastSeq": last})
+        return changed
+
+    def _write(self, changes: list[Change], header: dict[str, Any] | None) -> None:
+        """Replace the log by these changes, after `header` as its first line if given (a
+        temporary file renamed over it)."""
+        lines = [] if header is None else [json.dumps(header) + "\n"]
+        for change in changes:
             item = {"seq": change.seq, "at": change.at, "author": change.author, "via": change.via}
             lines.append(json.dumps({**item, "project": change.project, "ops": change.ops}, ensure_ascii=False) + "\n")
         temporary = self._path.with_name(self._path.name + ".tmp")
@@ -99,7 +119,6 @@ class ChangeFile:
             os.fsync(file.fileno())
         os.replace(temporary, self._path)
         fsync_directory(self._path.parent)
-        return gone
 
     def _last(self) -> tuple[int, str | None]:
         """The number and time of the last change, read from the end of the file (a write must

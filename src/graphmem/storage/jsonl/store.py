@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -467,6 +467,10 @@ class JsonlStore(_Writes, _Projects):
     def history_since(self) -> str | None:
         return self._change_file.history_since()
 
+    def rewrite_changes(self, clean: Callable[[Any], Any]) -> int:
+        # The log is beside the file, written whole: names and operations are in its lines.
+        return self._change_file.rewrite(clean)
+
     def list_changes(self, where: ChangeFilter, limit: int) -> ChangePage:
         with self.read():
             return self._change_file.page(where, limit, self._scope)
@@ -512,7 +516,7 @@ class JsonlStore(_Writes, _Projects):
         except FileNotFoundError:
             return 0
 
-    def compact(self) -> None:
+    def compact(self, thorough: bool = False) -> None:
         # Every write rewrites the whole file, so it never holds deleted lines; only the
         # in-memory lists keep holes, which this drops.
         with self.write():

@@ -4,6 +4,7 @@ transaction that made it, and each entity it names a row of `change_entities`.""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from graphmem.core.changes import Change, ChangeFilter, ChangePage, NewChange, names_touched
@@ -100,6 +101,29 @@ class _Changes(_Reads):
             for seq, at, author, via, project, ops in rows
         ]
         return ChangePage(changes[:limit], len(changes) > limit)
+
+    def rewrite_changes(self, clean: Callable[[Any], Any]) -> int:
+        rewritten = 0
+        for seq, ops in self._rows("SELECT seq, ops FROM changes"):
+            before = json.loads(ops)
+            after = clean(before)
+            if after != before:
+                self._rows("UPDATE changes SET ops = %s WHERE seq = %s RETURNING seq", (json.dumps(after), seq))
+                rewritten += 1
+        for (name,) in self._rows("SELECT DISTINCT name FROM change_entities"):
+            cleaned = clean(unescape(name))
+            if cleaned != unescape(name):
+                # Where the cleaned name is already kept for a change, the row with the old one goes.
+                self._rows(
+                    "DELETE FROM change_entities AS old USING change_entities AS new"
+                    " WHERE old.name = %s AND new.name = %s AND new.project = old.project AND new.seq = old.seq"
+                    " RETURNING old.seq",
+                    (name, escape(cleaned)),
+                )
+                self._rows(
+                    "UPDATE change_entities SET name = %s WHERE name = %s RETURNING seq", (escape(cleaned), name)
+                )
+        return rewritten
 
     # -- valid time -----------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ that hold for a time (migration 20: when the first one ends)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from graphmem.core.changes import Change, ChangeFilter, ChangePage, NewChange, names_touched
@@ -89,6 +90,23 @@ class _Changes(_Reads):
             Change(seq, at, author, via, project, json.loads(ops)) for seq, at, author, via, project, ops in rows
         ]
         return ChangePage(changes[:limit], len(changes) > limit)
+
+    def rewrite_changes(self, clean: Callable[[Any], Any]) -> int:
+        rewritten = 0
+        for seq, ops in self._conn.execute("SELECT seq, ops FROM changes").fetchall():
+            before = json.loads(ops)
+            after = clean(before)
+            if after != before:
+                self._conn.execute(
+                    "UPDATE changes SET ops = ? WHERE seq = ?", (json.dumps(after, ensure_ascii=False), seq)
+                )
+                rewritten += 1
+        for (name,) in self._conn.execute("SELECT DISTINCT name FROM change_entities").fetchall():
+            cleaned = clean(name)
+            if cleaned != name:
+                # Where the cleaned name is already kept for a change, the row with the old one goes.
+                self._conn.execute("UPDATE OR REPLACE change_entities SET name = ? WHERE name = ?", (cleaned, name))
+        return rewritten
 
     # -- valid time -----------------------------------------------------------------------------
 

@@ -462,7 +462,7 @@ class SQLiteStore(_Writes, _Search, _Vectors, _Changes):
                 total += os.stat(f"{self.location}{suffix}").st_size
         return total
 
-    def compact(self) -> None:
+    def compact(self, thorough: bool = False) -> None:
         with self._lock, map_backend_errors():
             if self._depth:
                 raise RuntimeError("compact() cannot run inside a transaction.")

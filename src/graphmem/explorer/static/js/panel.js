@@ -12,6 +12,16 @@ function typeChip(type) {
   return el("span", { class: "type-chip" }, dot, type);
 }
 
+// A fact's text, each `[redacted: GitHub token]` marker (a secret graphmem never kept) shown as such.
+function factText(text) {
+  const pieces = text.split(/(\[redacted: [^\]]+\])/);
+  return el(
+    "p",
+    { class: "fact-text" },
+    pieces.map((piece, index) => (index % 2 ? el("mark", { class: "redacted", title: "A secret graphmem did not keep" }, piece) : piece)),
+  );
+}
+
 function factMeta(fact) {
   const parts = [];
   if (fact.status) parts.push(fact.status);
@@ -89,7 +99,7 @@ export function renderEntity(body, entity, neighbours, canWrite, actions, projec
   // Current facts, each with its editing controls.
   const facts = el("ul", { class: "facts", "aria-label": "Current facts" });
   for (const fact of entity.facts) {
-    const item = el("li", { class: "fact" }, el("p", { class: "fact-text" }, fact.text), factMeta(fact));
+    const item = el("li", { class: "fact" }, factText(fact.text), factMeta(fact));
     if (canWrite) {
       const edit = el("button", { type: "button", class: "link-button" }, "Edit");
       const remove = el("button", { type: "button", class: "link-button danger" }, "Delete");
@@ -133,7 +143,7 @@ export function renderEntity(body, entity, neighbours, canWrite, actions, projec
     const history = el("ul", { class: "facts history", "aria-label": "Earlier versions" });
     for (const fact of entity.history) {
       const note = fact.supersededBy ? "superseded" : fact.status || "archived";
-      history.append(el("li", { class: "fact old" }, el("p", { class: "fact-text" }, fact.text), el("p", { class: "meta" }, [note, fact.author ? "by " + fact.author : "", shortTime(fact.createdAt)].filter(Boolean).join(" · "))));
+      history.append(el("li", { class: "fact old" }, factText(fact.text), el("p", { class: "meta" }, [note, fact.author ? "by " + fact.author : "", shortTime(fact.createdAt)].filter(Boolean).join(" · "))));
     }
     const historyTotal = entity.historyTotal ?? entity.history.length;
     const shownNote = historyTotal > entity.history.length ? `, the newest ${entity.history.length} shown` : "";

@@ -35,6 +35,7 @@ from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.history import DEFAULT_CHANGES, ChangeQuery, describe, list_changes
 from graphmem.domain.meaning import EMBED_BATCH
 from graphmem.domain.secret_policy import Policy, redaction_note
+from graphmem.domain.secret_scan import SecretScan, fix_secrets, scan_secrets
 from graphmem.embedding import load_embedder
 from graphmem.storage import open_checked_store, open_store
 from graphmem.storage.base import Store
@@ -623,11 +624,15 @@ def info(
     if not exists:
         return
     # Read-only: info must work on a memory in a folder this user cannot write, and change nothing.
-    store = _open_for_reading(settings, check_for_damage=False).store
+    graph = _open_for_reading(settings, check_for_damage=False)
+    store = graph.store
+    found: SecretScan | None = None
     try:
         with store.read():
             counts = store.counts()
         problems = store.integrity_problems()
+        if counts.entities <= SCANNED_BY_INFO:
+            found = scan_secrets(graph)
     except GraphmemError as error:
         raise click.ClickException(str(error)) from error
     finally:
@@ -640,6 +645,56 @@ def info(
             "what can be read (graphmem export) and import it into a new memory."
         )
     click.echo("integrity: ok (quick check)")
+    if found is None:
+        click.echo(f"secrets: not looked for in {counts.entities:,} entities here (graphmem scan-secrets looks)")
+    elif found.secrets or found.changes:
+        click.echo(f"secrets: {_secrets_summary(found)}; graphmem scan-secrets --fix takes them out")
+    else:
+        click.echo("secrets: none stored")
+
+
+SCANNED_BY_INFO = 100_000
+"""Entities `info` looks through for secrets; past them `scan-secrets` does it."""
+
+
+def _secrets_summary(scan: SecretScan) -> str:
+    holders = len(scan.holders)
+    return (
+        f"{scan.secrets} in {holders} entit{'y' if holders == 1 else 'ies'} or relations"
+        f", and {scan.changes} change{'' if scan.changes == 1 else 's'} of the history"
+    )
+
+
+@cli.command(name="scan-secrets")
+@memory_options
+@click.option("--fix", is_flag=True, help="Take them out: redacted in the memory, its history and its files.")
+@click.pass_context
+def scan_secrets_(ctx: click.Context, memory_file: str | None, strict: bool | None, fix: bool) -> None:
+    """Look for secrets the memory already holds (API keys, passwords, private keys...), in every
+    project: by entity and fact, and in the change log. Exits 1 when some are found and left.
+
+    With --fix, each is replaced by a marker that says what it was: a fact by a new version (the
+    old one not kept), past versions, aliases, names and relation types in place, the change
+    log's records rewritten, and the store compacted so no free page keeps the old text.
+    """
+    settings = _settings(ctx, memory_file, strict)
+    graph = _open_graph(settings) if fix else _open_for_reading(settings)
+    try:
+        scan = fix_secrets(graph) if fix else scan_secrets(graph)
+    except GraphmemError as error:
+        raise click.ClickException(str(error)) from error
+    finally:
+        graph.store.close()
+    for holder in scan.holders:
+        click.echo(f"{holder.what}: " + "; ".join(f"{item.kind} in {item.where}" for item in holder.found))
+    if not scan.holders and not scan.changes:
+        click.echo(f"No secrets in {settings.location}.")
+        return
+    if fix:
+        click.echo(f"Took out {_secrets_summary(scan)}; the store was compacted.")
+        return
+    click.echo(f"Found {_secrets_summary(scan)}. graphmem scan-secrets --fix takes them out.")
+    ctx.exit(1)
 
 
 @cli.command(name="stats")

@@ -46,6 +46,11 @@ class Redaction:
     kind: str
 
 
+def _shown(name: str, at_most: int = 60) -> str:
+    """A name as a place names it: its secrets redacted (a place is shown), cut short."""
+    return redact(name)[0][:at_most]
+
+
 def _refused(where: str, kind: str) -> InvalidInputError:
     return InvalidInputError(
         where,
@@ -93,7 +98,7 @@ def clean_facts(name: str, facts: Sequence[str], policy: Policy, found: list[Red
     """Facts about to be added to entity `name`, their secrets redacted (each added to `found`)."""
     if policy == "allow":
         return tuple(facts)
-    return tuple(_clean_texts(facts, f"entity {name[:60]!r}.observations", policy, found))
+    return tuple(_clean_texts(facts, f"entity {_shown(name)!r}.observations", policy, found))
 
 
 def clean_extra(
@@ -102,7 +107,7 @@ def clean_extra(
     """An entity's extra keys with the secrets of its aliases and past versions redacted."""
     if policy == "allow" or not extra:
         return extra
-    where = f"entity {name[:60]!r}"
+    where = f"entity {_shown(name)!r}"
     before = len(found)
     cleaned = dict(extra)
     aliases = cleaned.get("aliases")
@@ -130,7 +135,7 @@ def clean_entity(entity: Entity, policy: Policy, found: list[Redaction]) -> Enti
     if policy == "allow":
         return entity
     before = len(found)
-    where = f"entity {entity.name[:60]!r}"
+    where = f"entity {_shown(entity.name)!r}"
     name = _clean_text(entity.name, f"{where}.name", policy, found)
     entity_type = _clean_text(entity.entity_type, f"{where}.entityType", policy, found)
     observations = clean_facts(entity.name, entity.observations, policy, found)
@@ -145,7 +150,7 @@ def clean_relation(relation: Relation, policy: Policy, found: list[Redaction]) -
     if policy == "allow":
         return relation
     before = len(found)
-    where = f"relation {relation.from_[:40]!r} -> {relation.to[:40]!r}"
+    where = f"relation {_shown(relation.from_, 40)!r} -> {_shown(relation.to, 40)!r}"
     from_ = _clean_text(relation.from_, f"{where}.from", policy, found)
     to = _clean_text(relation.to, f"{where}.to", policy, found)
     relation_type = _clean_text(relation.relation_type, f"{where}.relationType", policy, found)

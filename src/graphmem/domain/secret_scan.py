@@ -71,14 +71,14 @@ class SecretScan:
 
 def _where(entity: Entity) -> str:
     project = f" (project {entity.project})" if entity.project else ""
-    return f"entity {entity.name[:60]!r}{project}"
+    return f"entity {redact(entity.name)[0][:60]!r}{project}"
 
 
 def _entity_secrets(entity: Entity) -> list[Redaction]:
     found: list[Redaction] = []
     clean_entity(entity, "redact", found)
     # The places in `found` start with the entity's name; the holder says it once.
-    prefix = f"entity {entity.name[:60]!r}."
+    prefix = f"entity {redact(entity.name)[0][:60]!r}."
     return [replace(item, where=item.where.removeprefix(prefix)) for item in found]
 
 
@@ -90,7 +90,8 @@ def _relation_secrets(relation: Relation) -> list[Redaction]:
 
 def _relation_where(relation: Relation) -> str:
     project = f" (project {relation.project})" if relation.project else ""
-    return f"relation {relation.from_[:40]!r} -{relation.relation_type[:40]}-> {relation.to[:40]!r}{project}"
+    from_, to, relation_type = (redact(text)[0][:40] for text in (relation.from_, relation.to, relation.relation_type))
+    return f"relation {from_!r} -{relation_type}-> {to!r}{project}"
 
 
 def _holds_secret(value: Any) -> bool:
@@ -148,15 +149,17 @@ def fix_secrets(graph: KnowledgeGraph) -> SecretScan:
     store = graph.store
     now = now_iso()
     with graph.through(VIA), graph.authored_by(None), graph.working_in(EVERY), store.write(EVERY):
-        holders = [entity for entity in store.iter_entities() if _entity_secrets(entity)]
-        for entity in holders:
-            scan.holders.append(Holder(_where(entity), tuple(_entity_secrets(entity))))
+        # Named before anything changes: a renamed entity's relations are replaced with it.
+        entities = [(entity, found) for entity in store.iter_entities() if (found := _entity_secrets(entity))]
+        relations = [(relation, found) for relation in store.iter_relations() if (found := _relation_secrets(relation))]
+        scan.holders += [Holder(_where(entity), tuple(found)) for entity, found in entities]
+        scan.holders += [Holder(_relation_where(relation), tuple(found)) for relation, found in relations]
+        for entity, _ in entities:
             _fix_entity(graph, entity, now)
-        for relation in list(store.iter_relations()):
-            found = _relation_secrets(relation)
-            if found:
-                scan.holders.append(Holder(_relation_where(relation), tuple(found)))
-                _replace_relation(graph, relation)
+        for relation, _ in relations:
+            _replace_relation(graph, relation)
+    # After the fix is recorded: its own change names the facts it removed, secrets and all.
+    with graph.working_in(EVERY), store.write(EVERY):
         scan.changes = store.rewrite_changes(_redacted)
     graph.store.compact(thorough=True)
     return scan

@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> None:
         "create_entities, one entity": (
             "create_entities",
             lambda i: {
-                "entities": [{"name": f"clean-{i}", "entityType": "person", "observations": [fact(i + k) for k in range(3)]}]
+                "entities": [
+                    {"name": f"clean-{i}", "entityType": "person", "observations": [fact(i + k) for k in range(3)]}
+                ]
             },
             args.repeats,
         ),
@@ -71,7 +73,11 @@ def main(argv: list[str] | None = None) -> None:
             "create_entities",
             lambda i: {
                 "entities": [
-                    {"name": f"batch-{i}-{j}", "entityType": "person", "observations": [fact(i + j + k) for k in range(3)]}
+                    {
+                        "name": f"batch-{i}-{j}",
+                        "entityType": "person",
+                        "observations": [fact(i + j + k) for k in range(3)],
+                    }
                     for j in range(100)
                 ]
             },

@@ -99,8 +99,11 @@ def main(argv: list[str] | None = None) -> None:
                     ctx = ToolContext(graph)
                     for i in range(start, min(repeats, start + BATCH)):
                         began = time.perf_counter()
+                        # As server/tool_calls.py runs a call: the arguments cleaned, then the
+                        # tool run without looking at its texts again.
                         arguments, _ = clean_arguments(sample(i), graph.secrets)
-                        spec.run(ctx, spec.arguments.model_validate(arguments))
+                        with graph.texts_checked():
+                            spec.run(ctx, spec.arguments.model_validate(arguments))
                         took.setdefault((what, arm), []).append((time.perf_counter() - began) * 1000)
         for graph in graphs.values():
             graph.store.close()

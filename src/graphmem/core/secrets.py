@@ -176,19 +176,36 @@ def _named_values(text: str) -> Iterator[Secret]:
             yield Secret("secret value", match.start("value"), match.end("value"))
 
 
-_QUICK = re.compile(
-    r"gh[pousr]_|github_pat_|gl[a-z]{1,3}-|xox|hooks\.slack|A[KBCS][IC]A|AIza|sk-|[sr]k_(?:live|test)|whsec_|SG\."
-    r"|npm_|pypi-|hf_|:AA|do[opr]_v1|shp|dapi|lin_|key-|SK[0-9a-f]|PRIVATE KEY|eyJ|://|[Bb]earer|[Bb]asic|BEARER|BASIC"
-    r"|[Kk][Ee][Yy]|[Ss][Ee][Cc][Rr][Ee][Tt]|[Tt][Oo][Kk][Ee][Nn]|[Pp][Aa][Ss][Ss]|[Pp][Ww][Dd]|[Cc][Rr][Ee][Dd]"
-    r"|[MNO][A-Za-z0-9_-]{23,25}\."
-)
-"""A quick look for anything a rule could start with: most texts have none, and pay only this."""
+# A quick look that every text with a secret passes, so that most texts pay only this (0.6 us
+# for a sentence, against 2.5 for a look for each rule's start): a word that a rule needs
+# beside its secret, or a run of 20 token characters, which every provider's token, every
+# JWT and every key-like value of the generic rule is.
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9_+/=.-]{20,}")
+
+
+def _may_hold_a_secret(text: str) -> bool:
+    low = text.lower()
+    # Written out: `any()` over a tuple of words costs twice as much.
+    return (
+        "pass" in low
+        or "pwd" in low
+        or "secret" in low
+        or "token" in low
+        or "key" in low
+        or "cred" in low
+        or "auth" in low
+        or "bearer" in low
+        or "basic" in low
+        or "://" in low
+        or "begin" in low
+        or _TOKEN_RUN.search(text) is not None
+    )
 
 
 def find_secrets(text: str) -> list[Secret]:
     """The secrets in `text`, in order, none overlapping (where two rules overlap, the first
     found, then the longer, is kept)."""
-    if len(text) < 8 or _QUICK.search(text) is None:
+    if len(text) < 8 or not _may_hold_a_secret(text):
         return []
     found: list[Secret] = []
     for rule in (*_PROVIDERS, _PRIVATE_KEY, _JWT, _URL_PASSWORD):

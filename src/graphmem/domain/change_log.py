@@ -104,8 +104,24 @@ class RecordingStore:
         self._local.taken = []
         return taken
 
+    @property
+    def _policy(self) -> Policy:
+        """The secrets policy for what this thread writes now: a tool call's arguments were
+        cleaned already (server/tool_calls.py), so its writes are not looked at twice."""
+        return "allow" if getattr(self._local, "checked", False) else self.secrets
+
+    @contextmanager
+    def texts_checked(self) -> Iterator[None]:
+        """Write in the block without looking for secrets again: its texts were looked at."""
+        before = getattr(self._local, "checked", False)
+        self._local.checked = True
+        try:
+            yield
+        finally:
+            self._local.checked = before
+
     def _clean(self, entities: Sequence[Entity]) -> list[Entity]:
-        return [clean_entity(entity, self.secrets, self._local.redacted) for entity in entities]
+        return [clean_entity(entity, self._policy, self._local.redacted) for entity in entities]
 
     def may_have_ended(self, now: str) -> bool:
         """Whether a current fact may have stopped holding by `now` (and must leave the current
@@ -166,7 +182,7 @@ class RecordingStore:
         self._ops.extend({"op": "create_entities", "project": p, "names": names} for p, names in by_project.items())
 
     def insert_relations(self, relations: Sequence[Relation]) -> None:
-        relations = [clean_relation(relation, self.secrets, self._local.redacted) for relation in relations]
+        relations = [clean_relation(relation, self._policy, self._local.redacted) for relation in relations]
         self.inner.insert_relations(relations)
         by_project: dict[str, list[list[str]]] = {}
         for relation in relations:
@@ -178,7 +194,7 @@ class RecordingStore:
 
     def append_observations_batch(self, additions: Sequence[tuple[str, Sequence[str]]]) -> None:
         additions = [
-            (name, clean_facts(name, contents, self.secrets, self._local.redacted)) for name, contents in additions
+            (name, clean_facts(name, contents, self._policy, self._local.redacted)) for name, contents in additions
         ]
         projects = self._projects_of([name for name, _ in additions])
         self.inner.append_observations_batch(additions)
@@ -207,7 +223,7 @@ class RecordingStore:
     def update_extras(self, entities: Sequence[Entity]) -> None:
         before = self._before([entity.name for entity in entities])
         entities = [
-            replace(entity, extra=clean_extra(entity.name, entity.extra, self.secrets, self._local.redacted))
+            replace(entity, extra=clean_extra(entity.name, entity.extra, self._policy, self._local.redacted))
             for entity in entities
         ]
         self.inner.update_extras(entities)
@@ -222,7 +238,7 @@ class RecordingStore:
 
     def update_entity(self, name: str, changed: Entity) -> None:
         before = self._before([name])
-        changed = clean_entity(changed, self.secrets, self._local.redacted)
+        changed = clean_entity(changed, self._policy, self._local.redacted)
         self.inner.update_entity(name, changed)
         self._note_ends([changed])
         self._ops.extend(_updated(entity, changed) for entity in before)

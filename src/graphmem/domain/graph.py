@@ -14,7 +14,7 @@ Every public method is one store transaction, so a call is all-or-nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import cast
 
 from graphmem.core.limits import Limits
@@ -126,6 +126,11 @@ class KnowledgeGraph(Writes, Searches):
     @secrets.setter
     def secrets(self, policy: Policy) -> None:
         self._recorder.secrets = policy
+
+    def texts_checked(self) -> AbstractContextManager[None]:
+        """Write in the block without looking for secrets again: a tool call's arguments were
+        looked at before it ran (server/tool_calls.py)."""
+        return self._recorder.texts_checked()
 
     def take_redactions(self) -> list[Redaction]:
         """The secrets this thread's writes took out of what they stored since the last call

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from graphmem.core.errors import InvalidInputError
 from graphmem.core.models import Entity, Relation
-from graphmem.core.secrets import redact
+from graphmem.core.secrets import find_secrets, redact
 
 __all__ = [
     "POLICIES",
@@ -74,8 +74,8 @@ def clean_arguments(arguments: Any, policy: Policy) -> tuple[Any, list[Redaction
         InvalidInputError: `policy` is refuse and a text holds a secret.
     """
     found: list[Redaction] = []
-    if policy == "allow":
-        return arguments, found
+    if policy == "allow" or not _any_secret(arguments):
+        return arguments, found  # most calls: one look at each text, nothing rebuilt
 
     def walk(value: Any, where: str) -> Any:
         if isinstance(value, str):
@@ -86,8 +86,17 @@ def clean_arguments(arguments: Any, policy: Policy) -> tuple[Any, list[Redaction
             return [walk(item, f"{where}[{index}]") for index, item in enumerate(value)]
         return value
 
-    cleaned = walk(arguments, "")
-    return (cleaned if found else arguments), found
+    return walk(arguments, ""), found
+
+
+def _any_secret(value: Any) -> bool:
+    if isinstance(value, str):
+        return bool(find_secrets(value))
+    if isinstance(value, dict):
+        return any(_any_secret(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_any_secret(item) for item in value)
+    return False
 
 
 def _clean_texts(texts: Sequence[str], where: str, policy: Policy, found: list[Redaction]) -> list[str]:

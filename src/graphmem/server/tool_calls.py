@@ -113,6 +113,8 @@ def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: As
         graph.authored_by(author),
         graph.through(asked.via or spec.name),
         graph.working_in(scope, None if identity is None else identity.projects),
+        # Its arguments were looked at for secrets already (run_tool_call).
+        graph.texts_checked(),
     ):
         if asked.as_of is not None or asked.valid_at is not None:
             # Not from the answers kept: those are of the memory as it is.

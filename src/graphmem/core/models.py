@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphmem.core.contradictions import Clash
 from graphmem.core.projects import project_name
 
 __all__ = [
@@ -161,6 +162,8 @@ class AddedObservations:
 
     entity_name: str
     added_observations: tuple[str, ...]
+    clashes: tuple[Clash, ...] = field(default=(), compare=False)
+    """Current facts of the entity the added ones may contradict: said beside the official answer."""
 
     def to_wire(self) -> dict[str, Any]:
         return {"entityName": self.entity_name, "addedObservations": list(self.added_observations)}

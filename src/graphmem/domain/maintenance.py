@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from graphmem.core.contradictions import Clash
 from graphmem.core.errors import EntityNotFoundError, InvalidInputError, ProjectConflictError, RelationNotFoundError
 from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import SHARED, Scope, project_name
@@ -68,6 +69,8 @@ class Upserted:
     name: str
     created: bool
     added_observations: tuple[str, ...]
+    clashes: tuple[Clash, ...] = ()
+    """Current facts the added ones may contradict (core/contradictions.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,8 +225,8 @@ def upsert_entities(graph: KnowledgeGraph, entities: Sequence[Entity]) -> list[U
                 results.append(Upserted(entity.name, True, tuple(contents)))
                 continue
             new = [NewObservation(content) for content in contents]
-            added = change_observations(graph.store, name, new, (), now, f"entities[{entity.name}]", graph.author).added
-            results.append(Upserted(name, False, added))
+            change = change_observations(graph.store, name, new, (), now, f"entities[{entity.name}]", graph.author)
+            results.append(Upserted(name, False, change.added, change.clashes))
     return results
 
 

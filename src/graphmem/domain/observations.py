@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from graphmem.core.contradictions import Clash, contradiction
 from graphmem.core.errors import InvalidInputError
 from graphmem.core.models import Entity
 from graphmem.core.timestamps import touched
@@ -285,6 +286,8 @@ class ObservationChange:
 
     added: tuple[str, ...]
     removed: int
+    clashes: tuple[Clash, ...] = ()
+    """Current facts the added ones may contradict (core/contradictions.py): named, never changed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +302,7 @@ class PlannedChange:
     entity: Entity | None
     added: tuple[str, ...]
     removed: int
+    clashes: tuple[Clash, ...] = ()
 
 
 def plan_observations(
@@ -331,6 +335,9 @@ def plan_observations(
     added: list[str] = []
     for item in add:
         if item.content in have:
+            if item.supersedes is not None:
+                # A fact already written, now said to replace another: the other becomes its past version.
+                _mark_replacing(kept, history, item.content, item.supersedes, field, name)
             continue
         record = ObservationRecord(
             next_id([*current, *history, *fresh]),
@@ -381,7 +388,56 @@ def plan_observations(
         Entity(name, entity.entity_type, changed.observations, touched(changed.extra, now, by=author), entity.project),
         tuple(added),
         removed,
+        _clashes(fresh, [record for record in kept if record not in fresh]),
     )
+
+
+_CLASHES_A_FACT = 3
+"""Current facts a new one is said to contradict at most (the likeliest: the first found)."""
+
+
+def _clashes(fresh: Sequence[ObservationRecord], standing: Sequence[ObservationRecord]) -> tuple[Clash, ...]:
+    """The current facts each new fact may contradict. A fact that holds for another time than
+    the new one (their valid times do not meet) contradicts nothing."""
+    found: list[Clash] = []
+    for new in fresh:
+        if not new.current:
+            continue
+        count = 0
+        for old in standing:
+            if count == _CLASHES_A_FACT or not _times_meet(new, old):
+                continue
+            why = contradiction(new.content, old.content)
+            if why is not None:
+                found.append(Clash(new.content, old.id, old.content, why.rule, why.about))
+                count += 1
+    return tuple(found)
+
+
+def _times_meet(one: ObservationRecord, other: ObservationRecord) -> bool:
+    if one.valid_from is None and one.valid_until is None and other.valid_from is None and other.valid_until is None:
+        return True
+    a, b = one.validity, other.validity
+    return (a.end is None or b.start is None or b.start < a.end) and (
+        b.end is None or a.start is None or a.start < b.end
+    )
+
+
+def _mark_replacing(
+    kept: list[ObservationRecord], history: list[ObservationRecord], content: str, replaced: str, field: str, name: str
+) -> None:
+    """Make the current fact `content` the new version of the current fact `replaced` (an id)."""
+    newer = next(record for record in kept if record.content == content)
+    old = next((record for record in kept if record.id == replaced and record is not newer), None)
+    if old is None:
+        raise InvalidInputError(
+            field,
+            f"supersedes {replaced!r}, which is not another current observation of {name!r}; "
+            "get_entity shows the current observations with their ids.",
+        )
+    kept.remove(old)
+    history.append(superseded(old, newer.id))
+    kept[kept.index(newer)] = replace(newer, supersedes=old.id, version=max(newer.version, old.version + 1))
 
 
 def stored_difference(before: Entity, after: Entity) -> tuple[list[str], list[str]]:
@@ -426,7 +482,7 @@ def change_observations(
     if appended:
         store.append_observations(name, appended)
     store.update_entity(name, plan.entity)
-    return ObservationChange(plan.added, plan.removed)
+    return ObservationChange(plan.added, plan.removed, plan.clashes)
 
 
 def without_archived(entity: Entity) -> Entity:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from graphmem.core import validation
+from graphmem.core.contradictions import Clash
 from graphmem.core.limits import Limits
 from graphmem.core.models import Entity, Relation
 from graphmem.core.timestamps import new_metadata, now_iso, touched
@@ -103,6 +104,8 @@ class SaveOutcome:
     quality_score: float = 0.0
     saved: tuple[str, ...] = ()
     """The names saved under, in request order (an alias given becomes the entity's name)."""
+    clashes: tuple[tuple[str, Clash], ...] = ()
+    """(entity, clash): current facts the saved ones may contradict (core/contradictions.py)."""
 
     @property
     def success(self) -> bool:
@@ -256,6 +259,7 @@ def _write(
     now = now_iso()
     created = updated = added_total = 0
     saved: list[str] = []
+    clashes: list[tuple[str, Clash]] = []
     for draft, item in zip(drafts, advice, strict=True):
         existing = resolved.get(draft.name)
         facts = [
@@ -277,6 +281,7 @@ def _write(
             saved.append(draft.name)
             continue
         change = change_observations(graph.store, existing, facts, (), now, f"entities[{draft.name}]", graph.author)
+        clashes += [(existing, clash) for clash in change.clashes]
         entity = graph.store.get_entities([existing])[0]
         # New facts raised the version already; a call that added none still changed the thread.
         if change.added:
@@ -306,4 +311,5 @@ def _write(
         relations_created=len(fresh),
         observations_added=added_total,
         saved=tuple(saved),
+        clashes=tuple(clashes),
     )

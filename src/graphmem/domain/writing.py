@@ -199,7 +199,7 @@ class Writes(Reads):
                 plan = plan_observations(after[name], new, (), now, f"observations[{index}].supersedes", self.author)
                 if plan.entity is not None:
                     after[name] = plan.entity
-                results.append(AddedObservations(name, plan.added))
+                results.append(AddedObservations(name, plan.added, plan.clashes))
             self._store_changes(before, after)
         return results
 

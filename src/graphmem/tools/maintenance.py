@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import mcp_types as types
@@ -23,6 +24,7 @@ from graphmem.tools.base import (
     entity_wire,
     plural,
 )
+from graphmem.tools.clash_notes import clash_note
 
 __all__ = ["MAINTENANCE_TOOLS"]
 
@@ -127,7 +129,9 @@ def upsert_entities(ctx: ToolContext, args: _UpsertArgs) -> ToolOutput:
         f"Created {created} {plural(created, 'entity', 'entities')}; "
         f"added observations to {len(results) - created} existing {plural(len(results) - created, 'one', 'ones')}."
     )
-    return _answer({"results": items}, summary)
+    note = clash_note([(result.name, clash) for result in results for clash in result.clashes])
+    output = _answer({"results": items}, summary)
+    return output if note is None else replace(output, notes=(*output.notes, note))
 
 
 # -- merge_entities ----------------------------------------------------------------------------

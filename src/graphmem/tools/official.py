@@ -40,6 +40,7 @@ from graphmem.tools.budget import (
     fit_items,
     most_that_fit,
 )
+from graphmem.tools.clash_notes import clash_note
 from graphmem.tools.reading import (
     SMALL_MEMORY,
     bounded_graph_output,
@@ -203,7 +204,8 @@ def add_observations(ctx: ToolContext, args: _AddObservationsArgs) -> ToolOutput
         ]
     )
     wire = [result.to_wire() for result in results]
-    return ToolOutput({"results": wire}, dump_json(wire), changed=True)
+    note = clash_note([(result.entity_name, clash) for result in results for clash in result.clashes])
+    return ToolOutput({"results": wire}, dump_json(wire), () if note is None else (note,), changed=True)
 
 
 def delete_entities(ctx: ToolContext, args: _DeleteEntitiesArgs) -> ToolOutput:

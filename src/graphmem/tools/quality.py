@@ -11,6 +11,7 @@ from graphmem.domain import analytics, saving
 from graphmem.domain.saving import EntityDraft, RelationDraft
 from graphmem.tools import schemas
 from graphmem.tools.base import READ, WRITE, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
+from graphmem.tools.clash_notes import clash_note
 
 __all__ = ["QUALITY_TOOLS"]
 
@@ -76,7 +77,8 @@ def save_memory(ctx: ToolContext, args: _SaveArgs) -> ToolOutput:
         f"{outcome.entities_updated} existing updated, {outcome.relations_created} new "
         f"{plural(outcome.relations_created, 'relation', 'relations')}; quality score {outcome.quality_score}."
     )
-    return ToolOutput(structured, summary, (dump_json(structured),), changed=True)
+    note = clash_note(outcome.clashes)
+    return ToolOutput(structured, summary, (dump_json(structured), *([] if note is None else [note])), changed=True)
 
 
 class _AnalyticsArgs(ToolArgs):

@@ -361,10 +361,12 @@ def compare(tool: str, arguments: dict[str, Any], graph: dict[str, Any], officia
         assert structured.pop("skipped", []) == skipped
         assert structured == official.structured
         assert ours.texts[0] == official.texts[0]
-        assert len(ours.texts) == (2 if skipped else 1)
+        # A note on entities that may duplicate ones already there (docs/clean-memory.md) may follow.
+        notes = [text for text in ours.texts[1:] if not text.startswith("Created, but may already be here: ")]
+        assert len(notes) == (1 if skipped else 0)
         if skipped:
-            assert ours.texts[1].startswith(f"Skipped {len(skipped)} ")
-            assert f": {', '.join(skipped)}. " in ours.texts[1]
+            assert notes[0].startswith(f"Skipped {len(skipped)} ")
+            assert f": {', '.join(skipped)}. " in notes[0]
         return
 
     if tool == "create_relations":
@@ -409,8 +411,12 @@ def compare(tool: str, arguments: dict[str, Any], graph: dict[str, Any], officia
         assert ours.texts == [dump(official_shape)]
         return
 
-    # read_graph, open_nodes, add_observations: identical.
+    # read_graph, open_nodes, add_observations: identical (add_observations may add a note on a
+    # fact that probably contradicts one the entity holds: docs/clean-memory.md).
     assert ours.structured == official.structured
+    if tool == "add_observations" and ours.texts[1:2] and ours.texts[1].startswith("Both facts were kept. "):
+        assert ours.texts[:1] + ours.texts[2:] == official.texts
+        return
     assert ours.texts == official.texts
 
 

@@ -19,9 +19,10 @@ pytestmark = pytest.mark.anyio
 
 # Bytes of compact JSON. `default` has a budget of 24.2 KB, read as 24,200 (23.5 KB today); `official`
 # (13.8 KB, with `project`, `asOf` and `validAt` on the reads and `validFrom` / `validUntil` on
-# add_observations) and `all` (37.2 KB, with the change log's list_changes, undo_changes and
-# diff_memory) sit a little above what they cost, so that they cannot grow unnoticed.
-BUDGETS = {"default": 24_200, "official": 14_200, "all": 38_100}
+# add_observations) and `all` (37.8 KB, with the change log's list_changes, undo_changes and
+# diff_memory, and find_duplicates) sit a little above what they cost, so that they cannot grow
+# unnoticed.
+BUDGETS = {"default": 24_200, "official": 14_200, "all": 38_800}
 
 
 async def _listing_bytes(settings: Settings, toolset: str) -> int:

@@ -106,6 +106,8 @@ class SaveOutcome:
     """The names saved under, in request order (an alias given becomes the entity's name)."""
     clashes: tuple[tuple[str, Clash], ...] = ()
     """(entity, clash): current facts the saved ones may contradict (core/contradictions.py)."""
+    created: tuple[Entity, ...] = ()
+    """The entities the call created (their names and types)."""
 
     @property
     def success(self) -> bool:
@@ -260,6 +262,7 @@ def _write(
     created = updated = added_total = 0
     saved: list[str] = []
     clashes: list[tuple[str, Clash]] = []
+    new_entities: list[Entity] = []
     for draft, item in zip(drafts, advice, strict=True):
         existing = resolved.get(draft.name)
         facts = [
@@ -275,6 +278,7 @@ def _write(
             extra["importance"] = draft.importance
             new_entity = Entity(draft.name, item.entity_type, (), extra, graph.scope.home)
             graph.store.insert_entities([with_records(new_entity, *new_records(facts, now, graph.author))])
+            new_entities.append(new_entity)
             resolved[draft.name] = draft.name
             created += 1
             added_total += len(facts)
@@ -312,4 +316,5 @@ def _write(
         observations_added=added_total,
         saved=tuple(saved),
         clashes=tuple(clashes),
+        created=tuple(new_entities),
     )

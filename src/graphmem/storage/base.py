@@ -368,6 +368,13 @@ class Store(Protocol):
         write transaction; how many changes changed. Taking secrets out of the history."""
         ...
 
+    # -- names (graphmem.core.names) -------------------------------------------------------------
+
+    def entity_names(self) -> list[tuple[str, str, str, tuple[str, ...]]]:
+        """Every entity of every project, whatever the scope, as (name, type, project, aliases),
+        in creation order: what a look for duplicates reads, without the facts. Inside a transaction."""
+        ...
+
     # -- valid time (graphmem.core.validity) ---------------------------------------------------
 
     def timed_entities(self) -> list[Entity]:

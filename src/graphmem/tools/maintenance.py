@@ -9,11 +9,13 @@ import mcp_types as types
 from pydantic import Field
 
 from graphmem.core.models import Entity
-from graphmem.domain import maintenance
+from graphmem.core.names import types_agree
+from graphmem.domain import duplicates, maintenance
 from graphmem.domain.maintenance import EntityUpdate, RelationUpdate
 from graphmem.tools import schemas
 from graphmem.tools.base import (
     IDEMPOTENT_WRITE,
+    READ,
     WRITE,
     Omittable,
     ToolArgs,
@@ -25,6 +27,7 @@ from graphmem.tools.base import (
     plural,
 )
 from graphmem.tools.clash_notes import clash_note
+from graphmem.tools.duplicate_notes import duplicate_note, merge_call
 
 __all__ = ["MAINTENANCE_TOOLS"]
 
@@ -129,9 +132,18 @@ def upsert_entities(ctx: ToolContext, args: _UpsertArgs) -> ToolOutput:
         f"Created {created} {plural(created, 'entity', 'entities')}; "
         f"added observations to {len(results) - created} existing {plural(len(results) - created, 'one', 'ones')}."
     )
-    note = clash_note([(result.name, clash) for result in results for clash in result.clashes])
+    kinds = {item.name: item.entity_type for item in args.entities}
+    new_entities = [Entity(result.name, kinds.get(result.name, ""), ()) for result in results if result.created]
+    notes = [
+        note
+        for note in (
+            clash_note([(result.name, clash) for result in results for clash in result.clashes]),
+            duplicate_note(duplicates.duplicates_of(ctx.graph, new_entities)),
+        )
+        if note is not None
+    ]
     output = _answer({"results": items}, summary)
-    return output if note is None else replace(output, notes=(*output.notes, note))
+    return replace(output, notes=(*output.notes, *notes)) if notes else output
 
 
 # -- merge_entities ----------------------------------------------------------------------------
@@ -159,6 +171,39 @@ def merge_entities(ctx: ToolContext, args: _MergeArgs) -> ToolOutput:
         f"{plural(merged.redirected_relations, 'relation', 'relations')} redirected, {merged.dropped_relations} "
         f"dropped as loops or repeats; {merged.source} is now an alias of {merged.target}."
     )
+    return _answer(structured, summary)
+
+
+# -- find_duplicates ---------------------------------------------------------------------------
+
+
+class _FindDuplicatesArgs(ToolArgs):
+    entity_type: Omittable[str] = Field(default=None, alias="entityType")
+    limit: int = Field(default=20, ge=1, le=100)
+    offset: int = Field(default=0, ge=0, le=1_000_000_000)
+
+
+def find_duplicates(ctx: ToolContext, args: _FindDuplicatesArgs) -> ToolOutput:
+    found = duplicates.find_duplicates(ctx.graph)
+    if args.entity_type is not None:
+        found = [item for item in found if types_agree(item.entity_type, args.entity_type)]
+    page = found[args.offset : args.offset + args.limit]
+    pairs = [
+        {
+            "names": [item.name, item.existing],
+            "entityType": item.entity_type,
+            "why": item.why,
+            "merge": merge_call(item),
+        }
+        for item in page
+    ]
+    structured: dict[str, Any] = {"pairs": pairs, "total": len(found)}
+    shown = args.offset + len(page)
+    summary = f"{len(found)} {plural(len(found), 'pair', 'pairs')} of entities that probably name one thing"
+    if shown < len(found):
+        structured["nextOffset"] = shown
+        summary += f"; showing {len(page)}, ask again with offset {shown} for more"
+    summary += ". merge_entities with a pair's merge folds its first name into the second."
     return _answer(structured, summary)
 
 
@@ -306,6 +351,25 @@ MAINTENANCE_TOOLS: tuple[ToolSpec, ...] = (
         ),
         arguments=_MergeArgs,
         run=merge_entities,
+    ),
+    ToolSpec(
+        name="find_duplicates",
+        title="Find Duplicates",
+        description=(
+            "Pairs of entities that probably name one thing (alias, nickname, initials, acronym, typo), best "
+            "first, each with the merge_entities call that folds it."
+        ),
+        input_schema=schemas.arguments(
+            {
+                "entityType": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "offset": {"type": "integer", "minimum": 0},
+            }
+        ),
+        output_schema=schemas.shape({"pairs": "array", "total": "integer"}, {"nextOffset": "integer"}),
+        annotations=READ,
+        arguments=_FindDuplicatesArgs,
+        run=find_duplicates,
     ),
     ToolSpec(
         name="compact",

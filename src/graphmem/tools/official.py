@@ -14,6 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from graphmem.core.limits import Limits
 from graphmem.core.models import DeleteOutcome, Entity, Graph, ObservationAddition, ObservationDeletion, Relation
+from graphmem.domain.duplicates import duplicates_of
 from graphmem.domain.fusion import SEARCH_MODES
 from graphmem.domain.graph import RankedNames
 from graphmem.domain.search import RANKED_AT_MOST
@@ -41,6 +42,7 @@ from graphmem.tools.budget import (
     most_that_fit,
 )
 from graphmem.tools.clash_notes import clash_note
+from graphmem.tools.duplicate_notes import duplicate_note
 from graphmem.tools.reading import (
     SMALL_MEMORY,
     bounded_graph_output,
@@ -172,6 +174,9 @@ def create_entities(ctx: ToolContext, args: _CreateEntitiesArgs) -> ToolOutput:
                 f"Skipped {count} entities that already exist: {names}. Their observations were not "
                 "added; use add_observations for existing entities.",
             )
+    duplicated = duplicate_note(duplicates_of(ctx.graph, result.created))
+    if duplicated is not None:
+        notes = (*notes, duplicated)
     return ToolOutput(structured, dump_json(created), notes, changed=True)
 
 

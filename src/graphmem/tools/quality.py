@@ -8,10 +8,12 @@ from pydantic import Field
 
 from graphmem.core import validation
 from graphmem.domain import analytics, saving
+from graphmem.domain.duplicates import duplicates_of
 from graphmem.domain.saving import EntityDraft, RelationDraft
 from graphmem.tools import schemas
 from graphmem.tools.base import READ, WRITE, Omittable, ToolArgs, ToolContext, ToolOutput, ToolSpec, dump_json, plural
 from graphmem.tools.clash_notes import clash_note
+from graphmem.tools.duplicate_notes import duplicate_note
 
 __all__ = ["QUALITY_TOOLS"]
 
@@ -77,8 +79,12 @@ def save_memory(ctx: ToolContext, args: _SaveArgs) -> ToolOutput:
         f"{outcome.entities_updated} existing updated, {outcome.relations_created} new "
         f"{plural(outcome.relations_created, 'relation', 'relations')}; quality score {outcome.quality_score}."
     )
-    note = clash_note(outcome.clashes)
-    return ToolOutput(structured, summary, (dump_json(structured), *([] if note is None else [note])), changed=True)
+    notes = [
+        note
+        for note in (clash_note(outcome.clashes), duplicate_note(duplicates_of(ctx.graph, outcome.created)))
+        if note is not None
+    ]
+    return ToolOutput(structured, summary, (dump_json(structured), *notes), changed=True)
 
 
 class _AnalyticsArgs(ToolArgs):

@@ -475,6 +475,14 @@ class JsonlStore(_Writes, _Projects):
         with self.read():
             return self._change_file.page(where, limit, self._scope)
 
+    def entity_names(self) -> list[tuple[str, str, str, tuple[str, ...]]]:
+        with self.read():
+            return [
+                (row.value.name, row.value.entity_type, row.value.project, row.value.aliases)
+                for row in self._head
+                if row is not None and isinstance(row.value, Entity)
+            ]
+
     # -- valid time: read from the facts' records, which the file holds already ------------------
 
     def timed_entities(self) -> list[Entity]:

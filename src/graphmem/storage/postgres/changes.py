@@ -125,6 +125,19 @@ class _Changes(_Reads):
                 )
         return rewritten
 
+    # -- names ----------------------------------------------------------------------------------
+
+    def entity_names(self) -> list[tuple[str, str, str, tuple[str, ...]]]:
+        aliases: dict[int, list[str]] = {}
+        for entity_id, alias in self._rows("SELECT entity_id, alias FROM entity_aliases"):
+            aliases.setdefault(entity_id, []).append(unescape(alias))
+        return [
+            (unescape(name), unescape(entity_type), unescape(project), tuple(aliases.get(entity_id, ())))
+            for entity_id, name, entity_type, project in self._rows(
+                "SELECT id, name, entity_type, project FROM entities ORDER BY id"
+            )
+        ]
+
     # -- valid time -----------------------------------------------------------------------------
 
     def timed_entities(self) -> list[Entity]:

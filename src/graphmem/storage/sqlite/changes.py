@@ -108,6 +108,19 @@ class _Changes(_Reads):
                 self._conn.execute("UPDATE OR REPLACE change_entities SET name = ? WHERE name = ?", (cleaned, name))
         return rewritten
 
+    # -- names ----------------------------------------------------------------------------------
+
+    def entity_names(self) -> list[tuple[str, str, str, tuple[str, ...]]]:
+        aliases: dict[int, list[str]] = {}
+        for entity_id, alias in self._conn.execute("SELECT entity_id, alias FROM entity_aliases ORDER BY rowid"):
+            aliases.setdefault(entity_id, []).append(alias)
+        return [
+            (name, entity_type, project, tuple(aliases.get(entity_id, ())))
+            for entity_id, name, entity_type, project in self._conn.execute(
+                "SELECT id, name, entity_type, project FROM entities ORDER BY id"
+            )
+        ]
+
     # -- valid time -----------------------------------------------------------------------------
 
     def timed_entities(self) -> list[Entity]:

@@ -1,0 +1,144 @@
+"""Duplicates named at write time, and found across the memory: an entity created under a name
+that probably names one the memory holds (an alias, a nickname, initials, an acronym, a typo, one
+name once normalised; of an agreeing type) is created, and the answer names the candidate and the
+merge call that folds it; find_duplicates lists the pairs, best first. Precision first: on real
+names with true and false pairs, on the search sets' entities, and through the real client."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from benchmarks.retrieval.sets import load_meaning, load_quality
+from mcp import Client
+
+from graphmem.config import Settings
+from graphmem.core.names import keys, same_thing, types_agree
+from graphmem.domain.duplicates import find_duplicates
+from graphmem.domain.graph import KnowledgeGraph
+from graphmem.server import build_server
+from graphmem.storage import open_store
+
+PAIRS = json.loads((Path(__file__).parent / "fixtures" / "clean" / "duplicates.json").read_text())["pairs"]
+MISSED = {"J.R.R. Tolkien", "UN", "CI", "Postgres", "user-service"}
+"""True pairs the rules do not name: several initials, two-word acronyms, a short name's end, a plural."""
+
+
+@pytest.fixture
+def settings(any_backend_settings: Settings) -> Settings:
+    return dataclasses.replace(any_backend_settings, semantic=False, toolset="all")
+
+
+def _named(pair: dict) -> str | None:
+    if not types_agree(pair["type"], pair["existingType"]):
+        return None
+    return same_thing(pair["name"], pair["existing"])
+
+
+@pytest.mark.parametrize("pair", [p for p in PAIRS if not p["same"]], ids=lambda p: f"{p['name']}/{p['existing']}")
+def test_different_things_are_never_named(pair):
+    assert _named(pair) is None
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="not a rule")) if p["name"] in MISSED else p
+        for p in PAIRS
+        if p["same"]
+    ],
+    ids=lambda p: f"{p['name']}/{p['existing']}",
+)
+def test_one_thing_under_two_names_is_named_and_found_by_a_shared_key(pair):
+    assert _named(pair) is not None
+    # The index looks a name up by its keys: a pair the rules name must share one.
+    assert keys(pair["name"]) & keys(pair["existing"])
+
+
+def test_nothing_is_named_among_distinct_entities_of_real_memories():
+    for evaluation in (load_quality(), load_meaning()):
+        with tempfile.TemporaryDirectory() as folder:
+            store = open_store(Settings(memory_path=Path(folder) / "memory.db", semantic=False))
+            try:
+                graph = KnowledgeGraph(store)
+                entities = [entity for memory in evaluation.memories for entity in memory.entities]
+                graph.import_graph(list({entity.name: entity for entity in entities}.values()), [])
+                assert find_duplicates(graph) == []
+            finally:
+                store.close()
+
+
+def _notes(answer) -> str:
+    return " ".join(item.text for item in answer.content[1:])
+
+
+def _entities(*pairs: tuple[str, str]) -> dict:
+    return {"entities": [{"name": name, "entityType": kind, "observations": []} for name, kind in pairs]}
+
+
+@pytest.mark.anyio
+async def test_a_create_names_what_it_may_duplicate_and_find_duplicates_merges_it(settings: Settings):
+    async with Client(build_server(settings), mode="legacy") as client:
+        await client.call_tool(
+            "create_entities",
+            _entities(("Robert Smith", "person"), ("International Business Machines", "company"), ("Paris", "city")),
+        )
+        created = await client.call_tool(
+            "create_entities", _entities(("Bob Smith", "Person"), ("Jane Smith", "person"), ("Paris, France", "place"))
+        )
+        assert [entity["name"] for entity in created.structured_content["entities"]] == [
+            "Bob Smith",
+            "Jane Smith",
+            "Paris, France",
+        ]
+        note = _notes(created)
+        assert '"Bob Smith" is probably "Robert Smith" (person; a nickname)' in note
+        assert 'merge_entities {"source": "Bob Smith", "target": "Robert Smith"} folds it in' in note
+        assert "Jane" not in note and "Paris" not in note
+        upserted = await client.call_tool(
+            "upsert_entities", {"entities": [{"name": "IBM", "entityType": "company", "observations": ["big"]}]}
+        )
+        assert '"IBM" is probably "International Business Machines" (company; its acronym)' in _notes(upserted)
+        saved = await client.call_tool(
+            "save_memory",
+            {
+                "threadId": "t1",
+                "entities": [
+                    {
+                        "name": "Robert Simth",
+                        "entityType": "person",
+                        "observations": ["Writes the newsletter"],
+                        "relations": [{"targetEntity": "Jane Smith", "relationType": "works with"}],
+                    }
+                ],
+            },
+        )
+        assert saved.structured_content["success"] is True, saved.content[0].text
+        assert '"Robert Simth" is probably "Robert Smith" (person; a typo of it)' in _notes(saved)
+
+        found = await client.call_tool("find_duplicates", {})
+        pairs = found.structured_content["pairs"]
+        assert [(pair["names"], pair["why"]) for pair in pairs] == [
+            (["Bob Smith", "Robert Smith"], "a nickname"),
+            (["IBM", "International Business Machines"], "its acronym"),
+            (["Robert Simth", "Robert Smith"], "a typo of it"),
+        ]
+        assert found.structured_content["total"] == 3
+        merged = await client.call_tool("merge_entities", pairs[0]["merge"])
+        assert not merged.is_error
+        again = await client.call_tool("find_duplicates", {"limit": 1})
+        assert again.structured_content["total"] == 2 and again.structured_content["nextOffset"] == 1
+        assert [pair["names"][0] for pair in again.structured_content["pairs"]] == ["IBM"]
+
+
+@pytest.mark.anyio
+async def test_an_entity_of_another_project_is_no_candidate(settings: Settings):
+    async with Client(build_server(settings), mode="legacy") as client:
+        await client.call_tool("create_entities", {**_entities(("Robert Smith", "person")), "project": "api"})
+        created = await client.call_tool("create_entities", {**_entities(("Bob Smith", "person")), "project": "web"})
+        assert _notes(created) == ""
+        shared = await client.call_tool("create_entities", {**_entities(("Rob Smith", "person")), "project": "api"})
+        assert '"Rob Smith" is probably "Robert Smith"' in _notes(shared)

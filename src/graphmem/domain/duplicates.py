@@ -23,7 +23,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 from graphmem.core.models import Entity
-from graphmem.core.names import keys, same_thing, types_agree
+from graphmem.core.names import keys, may_be_same, probes, same_thing, types_agree
 from graphmem.domain.graph import KnowledgeGraph
 
 logger = logging.getLogger(__name__)
@@ -77,12 +77,15 @@ class NameIndex:
         self._took = 0.0
         self._building = False
 
-    def rows_under(self, graph: KnowledgeGraph, name: str) -> list[_Row]:
-        """The entities sharing a look-up key with `name`, at most `_BUCKET_AT_MOST` a key."""
+    def prepare(self, graph: KnowledgeGraph) -> None:
+        """Make the index current enough for the look-ups of one call (`rows_under`)."""
         self._fresh(graph)
+
+    def rows_under(self, name: str) -> list[_Row]:
+        """The entities sharing a look-up key with `name`, at most `_BUCKET_AT_MOST` a key."""
         with self._lock:
             seen: dict[int, None] = {}
-            for key in keys(name):
+            for key in probes(name):
                 for index in self._by_key.get(key, ())[:_BUCKET_AT_MOST]:
                     seen[index] = None
             return [self._rows[index] for index in seen]
@@ -92,11 +95,15 @@ class NameIndex:
         the caller asked for the whole memory's pairs)."""
         self._fresh(graph, in_the_call=not self._built_at)
         with self._lock:
-            return [
-                [self._rows[index] for index in indexes[:_BUCKET_AT_MOST]]
-                for indexes in self._by_key.values()
-                if len(indexes) > 1
-            ]
+            found = []
+            for key, indexes in self._by_key.items():
+                if key.startswith("A:"):
+                    continue  # long names of one acronym are not alike: met from the acronym's side
+                if key.startswith("a:"):
+                    indexes = sorted(indexes + self._by_key.get("A:" + key[2:], []))  # creation order
+                if len(indexes) > 1:
+                    found.append([self._rows[index] for index in indexes[:_BUCKET_AT_MOST]])
+            return found
 
     def add(self, entities: Iterable[Entity]) -> None:
         """Tell the index of entities this process just created."""
@@ -175,12 +182,15 @@ def duplicates_of(graph: KnowledgeGraph, created: Sequence[Entity]) -> list[Dupl
     if not created:
         return []
     index = name_index(graph)
+    index.prepare(graph)
     new_names = {entity.name for entity in created}
     found: list[Duplicate] = []
     for entity in created:
         candidates: dict[str, Duplicate] = {}
-        for name, entity_type, project, aliases in index.rows_under(graph, entity.name):
-            if name in new_names or not _seen_by(graph, project) or not types_agree(entity.entity_type, entity_type):
+        for name, entity_type, project, aliases in index.rows_under(entity.name):
+            if name in new_names or not may_be_same(entity.name, name, aliases):
+                continue
+            if not _seen_by(graph, project) or not types_agree(entity.entity_type, entity_type):
                 continue
             why = same_thing(entity.name, name, aliases)
             if why is not None and name not in candidates:

@@ -341,3 +341,29 @@ async def test_the_overview_follows_every_write_whoever_makes_it(any_backend_set
     assert again == before
     assert after["hubs"][0] == {"name": "Dee Dee", "type": "person", "degree": 3}
     assert after["counts"]["relations"] == before["counts"]["relations"] + 3
+
+
+async def test_the_duplicates_view_lists_probable_pairs_surest_first_and_a_merge_folds_one(settings: Settings):
+    fill(
+        settings,
+        [
+            Entity("Robert Smith", "person", ("Runs billing",)),
+            Entity("International Business Machines", "company"),
+            Entity("Bob Smith", "person", ("Approves refunds",)),
+            Entity("Jane Smith", "person"),
+            Entity("IBM", "company"),
+        ],
+    )
+    async with explorer_client(settings) as alice:
+        page = await ok(alice.get("/api/duplicates"))
+        assert page == {
+            "pairs": [
+                {"name": "Bob Smith", "existing": "Robert Smith", "type": "person", "why": "a nickname"},
+                {"name": "IBM", "existing": "International Business Machines", "type": "company", "why": "its acronym"},
+            ],
+            "total": 2,
+            "offset": 0,
+        }
+        await ok(alice.post("/api/entities/merge", json={"source": "Bob Smith", "target": "Robert Smith"}))
+        after = await ok(alice.get("/api/duplicates"))
+    assert [pair["name"] for pair in after["pairs"]] == ["IBM"]

@@ -185,6 +185,7 @@ class Explorer:
             "neighbours": self._neighbours,
             "path": self._path,
             "changes": self._changes,
+            "duplicates": self._duplicates,
         }
 
     def open_paths(self) -> frozenset[str]:
@@ -357,6 +358,11 @@ class Explorer:
             request.query_params.get("name") or None,
             request.query_params.get("tool") or None,
             None if before is None else _whole_number(request, "before", 0),
+        )
+
+    async def _duplicates(self, request: Request, state: AppState) -> Mapping[str, Any]:
+        return await self._run(
+            state, scopes.asked_of(request), views.duplicate_pairs, _whole_number(request, "offset", 0)
         )
 
     def _edit_route(self, name: str) -> Callable[[Request], Awaitable[Response]]:

@@ -18,6 +18,7 @@ from typing import Any
 from graphmem.core.errors import InvalidInputError
 from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import SHARED, project_name
+from graphmem.domain.duplicates import find_duplicates
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.history import ChangeQuery, describe, list_changes
 from graphmem.domain.navigation import get_entity
@@ -374,3 +375,21 @@ def entity_changes(graph: KnowledgeGraph, name: str | None, via: str | None, bef
     if page.more and page.changes:
         answer["before"] = page.changes[-1].seq
     return answer
+
+
+DUPLICATES_PAGE = 50
+"""Pairs the duplicates view shows at a time."""
+
+
+def duplicate_pairs(graph: KnowledgeGraph, offset: int) -> dict[str, Any]:
+    """The entities that probably name one thing (domain/duplicates.py), best reason first, a
+    page at a time: each pair's newer name first, to be merged into the older."""
+    found = find_duplicates(graph)
+    page = found[offset : offset + DUPLICATES_PAGE]
+    return {
+        "pairs": [
+            {"name": item.name, "existing": item.existing, "type": item.entity_type, "why": item.why} for item in page
+        ],
+        "total": len(found),
+        "offset": offset,
+    }

@@ -16,7 +16,7 @@ import {
 } from "./js/api.js";
 import { el } from "./js/dom.js";
 import { Graph, MAX_NODES, knownTypes, separateLabels, typeColour } from "./js/graph.js";
-import { renderEntity, renderNewEntity, renderPath } from "./js/panel.js";
+import { renderDuplicates, renderEntity, renderNewEntity, renderPath } from "./js/panel.js";
 import { Search } from "./js/search.js";
 import { emptyState, parseState, shareLink, writeState } from "./js/state.js";
 import { timed } from "./js/timing.js";
@@ -612,6 +612,13 @@ $("new-entity-button").addEventListener("click", () => {
   showPanel("New entity");
   renderNewEntity($("panel-body"), panelActions);
 });
+$("duplicates-button").addEventListener("click", () =>
+  run(async () => {
+    const page = await get("duplicates", { offset: 0 });
+    showPanel("Duplicates");
+    renderDuplicates($("panel-body"), page, explorer.session.canWrite, panelActions);
+  }),
+);
 $("undo-import-button").addEventListener("click", async () => {
   // The newest change made by an import; undoing it takes back everything that import added.
   const page = await get("changes", { tool: "import" }).catch(report);

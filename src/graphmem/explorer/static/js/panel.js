@@ -265,6 +265,38 @@ export function renderPath(body, result, from, to, actions) {
   body.replaceChildren(el("p", {}, `${result.entities.length - 1} hop${result.entities.length === 2 ? "" : "s"}:`), steps);
 }
 
+/** Entities that probably name one thing, best reason first, each pair with Merge (the newer into the older). */
+export function renderDuplicates(body, page, canWrite, actions) {
+  if (!page.pairs.length) {
+    body.replaceChildren(el("p", {}, "No two entities look like one thing under two names."));
+    return;
+  }
+  const list = el("ul", { class: "duplicates", "aria-label": "Probable duplicates" });
+  for (const pair of page.pairs) {
+    const item = el(
+      "li",
+      { class: "duplicate" },
+      el("button", { type: "button", class: "link-button", onclick: () => actions.open(pair.name) }, pair.name),
+      " may be ",
+      el("button", { type: "button", class: "link-button", onclick: () => actions.open(pair.existing) }, pair.existing),
+      el("p", { class: "meta" }, `${pair.type} · ${pair.why}`),
+    );
+    if (canWrite) {
+      const merge = el("button", { type: "button" }, "Merge");
+      merge.setAttribute("aria-label", `Merge ${pair.name} into ${pair.existing}`);
+      merge.addEventListener("click", () => {
+        const question = `Merge ${pair.name} into ${pair.existing}? Its facts and relations move over and its name becomes an alias.`;
+        if (window.confirm(question)) actions.edit("entities/merge", { source: pair.name, target: pair.existing });
+      });
+      item.append(merge);
+    }
+    list.append(item);
+  }
+  const shown = page.offset + page.pairs.length;
+  const more = page.total > shown ? el("p", { class: "meta" }, `Showing ${shown} of ${page.total.toLocaleString("en")} pairs; merge some to see the rest.`) : null;
+  body.replaceChildren(el("p", {}, `${page.total.toLocaleString("en")} pair${page.total === 1 ? "" : "s"}, the surest first:`), list, more);
+}
+
 /** The form that adds an entity. */
 export function renderNewEntity(body, actions) {
   const name = el("input", { type: "text", required: true });

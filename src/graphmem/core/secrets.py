@@ -103,14 +103,18 @@ _JWT = _rule("JWT", _B + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-
 _BEARER = _rule("bearer token", r"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{16,}=*)", 1)
 _BASIC = _rule("basic credentials", r"(?i:\bbasic)\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", 1)
 _URL_PASSWORD = _rule(
-    "password in a URL", r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]+:([^\s/@\[]{1,256}(?:\[[^\s/@]*)?)@", 1
+    # The scheme starts a run and is short: an unbounded one costs a square on a long run of letters.
+    "password in a URL",
+    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/:@]{1,256}:([^\s/@\[]{1,256}(?:\[[^\s/@]*)?)@",
+    1,
 )
 _NAMED = _rule(
     "secret value",
     # A key-like name (in any case, inside a longer one: DB_PASSWORD, stripe.secretKey), then
     # `=`, `:` or `=>` (a quote may close the name first), then the value, quoted or not.
     # (The name's parts are bounded: unbounded, a long run of such characters costs a square.)
-    r"(?i)(?P<name>[A-Za-z0-9_.-]{0,40}(?:api[_.-]?key|apikey|secret|token|passwd|password|passphrase|pwd"
+    # A name starts where a run of name characters starts: a look from inside a run fails at once.
+    r"(?i)(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]{0,40}(?:api[_.-]?key|apikey|secret|token|passwd|password|passphrase|pwd"
     r"|access[_.-]?key|auth[_.-]?key|private[_.-]?key|client[_.-]?secret|credentials?)[A-Za-z0-9_.-]{0,40})"
     r"""["']?\s*(?:=>|[:=])\s*["']?(?P<value>[^\s"'`,;<>(){}\[\]]{6,512})""",
 )

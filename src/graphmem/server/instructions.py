@@ -77,6 +77,12 @@ def build_instructions(listed: Collection[str], project: str | None = None) -> s
         corrections.append("merge_entities joins two entities that are one")
     if corrections:
         lines.append(f"- Correct instead of duplicating: {'; '.join(corrections)}.")
+    if "create_entities" in listed or "save_memory" in listed:
+        # The answers' notes (docs/clean-memory.md) are worth a call only if the model reads them.
+        lines.append(
+            "- Read a write's notes: they name a probable duplicate or contradiction and the call that "
+            "settles it. Never store secrets: they are redacted."
+        )
     paged = name_tools(listed, "read_graph", "search_nodes", "query_nodes", joiner="and")
     if paged:
         lines.append(

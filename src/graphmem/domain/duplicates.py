@@ -81,14 +81,19 @@ class NameIndex:
         """Make the index current enough for the look-ups of one call (`rows_under`)."""
         self._fresh(graph)
 
-    def rows_under(self, name: str) -> list[_Row]:
-        """The entities sharing a look-up key with `name`, at most `_BUCKET_AT_MOST` a key."""
+    def rows_under(self, names: Sequence[str]) -> list[list[_Row]]:
+        """For each name, the entities sharing a look-up key with it, at most `_BUCKET_AT_MOST` a key."""
+        looked_up = [probes(name) for name in names]
+        found = []
         with self._lock:
-            seen: dict[int, None] = {}
-            for key in probes(name):
-                for index in self._by_key.get(key, ())[:_BUCKET_AT_MOST]:
-                    seen[index] = None
-            return [self._rows[index] for index in seen]
+            for name_probes in looked_up:
+                seen: dict[int, None] = {}
+                for key in name_probes:
+                    bucket = self._by_key.get(key)
+                    if bucket:
+                        seen.update(dict.fromkeys(bucket[:_BUCKET_AT_MOST]))
+                found.append([self._rows[index] for index in seen])
+        return found
 
     def buckets(self, graph: KnowledgeGraph) -> list[list[_Row]]:
         """The rows under each key that holds two or more (the index built here if need be:
@@ -185,9 +190,9 @@ def duplicates_of(graph: KnowledgeGraph, created: Sequence[Entity]) -> list[Dupl
     index.prepare(graph)
     new_names = {entity.name for entity in created}
     found: list[Duplicate] = []
-    for entity in created:
+    for entity, rows in zip(created, index.rows_under([entity.name for entity in created]), strict=True):
         candidates: dict[str, Duplicate] = {}
-        for name, entity_type, project, aliases in index.rows_under(entity.name):
+        for name, entity_type, project, aliases in rows:
             if name in new_names or not may_be_same(entity.name, name, aliases):
                 continue
             if not _seen_by(graph, project) or not types_agree(entity.entity_type, entity_type):

@@ -142,3 +142,39 @@ async def test_an_entity_of_another_project_is_no_candidate(settings: Settings):
         assert _notes(created) == ""
         shared = await client.call_tool("create_entities", {**_entities(("Rob Smith", "person")), "project": "api"})
         assert '"Rob Smith" is probably "Robert Smith"' in _notes(shared)
+
+
+@pytest.mark.anyio
+async def test_the_notes_of_a_large_write_stay_short(settings: Settings):
+    """However many candidates, secrets or contradictions a write meets, its notes name a few and count
+    the rest: an answer is paid for in the model's context."""
+    async with Client(build_server(settings), mode="legacy") as client:
+        people = [(f"Robert Smith{suffix}", "person") for suffix in ("", " Jr")] + [
+            (f"Robert Q{i} Smith", "person") for i in range(40)
+        ]
+        await client.call_tool("create_entities", _entities(*people))
+        facts = [f"The team has {i} people" for i in range(60)]
+        await client.call_tool(
+            "create_entities", {"entities": [{"name": "Team", "entityType": "team", "observations": facts}]}
+        )
+        created = await client.call_tool(
+            "create_entities",
+            _entities(*[(f"Bob Q{i} Smith", "person") for i in range(40)]),
+        )
+        added = await client.call_tool(
+            "add_observations",
+            {
+                "observations": [
+                    {"entityName": "Team", "contents": [f"The team has {100 + i} people" for i in range(10)]}
+                ]
+            },
+        )
+        tokens = [f"ghp_{i:02d}" + "Zq3vR8tW1yK6mN2pL9xB4cD7fG0hJ5sA2eU" for i in range(30)]
+        secret = await client.call_tool(
+            "create_entities", {"entities": [{"name": "ci", "entityType": "service", "observations": tokens}]}
+        )
+    for answer, count in ((created, "And 37 more; find_duplicates lists them."), (secret, "and 25 more")):
+        assert count in _notes(answer), _notes(answer)[:300]
+    assert "And 27 more such pairs" in _notes(added)  # three facts named for each of ten
+    for answer in (created, added, secret):
+        assert len(_notes(answer)) < 1_500

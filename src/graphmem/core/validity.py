@@ -43,9 +43,9 @@ def normalised(value: object) -> str | None:
         text = text[: fraction.start()] + "." + (fraction.group(1) + "000")[:3] + text[fraction.end() :]
     try:
         moment = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" else text)
-    except ValueError:
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):  # 2024-02-30; an offset past the calendar's ends
         return None
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     return instant_of(moment) if 1 <= moment.year <= 9999 else None
 
 
@@ -98,8 +98,10 @@ class Validity:
     __slots__ = ("end", "start")
 
     def __init__(self, valid_from: str | None, valid_until: str | None) -> None:
-        self.start = None if valid_from is None else start_of(valid_from)
-        self.end = None if valid_until is None else end_of(valid_until)
+        # A bound that is no date (a record written elsewhere: "2024-02-30") leaves its side open.
+        start, end = normalised(valid_from), normalised(valid_until)
+        self.start = None if start is None else start_of(start)
+        self.end = None if end is None else end_of(end)
 
     def holds_at(self, moment: str) -> bool:
         return (self.start is None or self.start <= moment) and (self.end is None or moment < self.end)

@@ -67,7 +67,8 @@ def as_of(graph: KnowledgeGraph, when: str | None, read: Callable[[], T], *, val
     scope, reach = graph.scope, graph.reach
     store = graph.store
     try:
-        with graph.working_in(EVERY), store.write(EVERY):
+        # Taking changes back writes what was stored before: no new text to look at for secrets.
+        with graph.working_in(EVERY), graph.texts_checked(), store.write(EVERY):
             if moment is not None:
                 _take_back_since(graph, moment)
             if held_at is not None:

@@ -33,7 +33,7 @@ from typing import Any
 from graphmem.core.changes import NewChange, Op, entity_record, relation_record
 from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import EVERY, SHARED, Scope
-from graphmem.core.validity import end_of
+from graphmem.core.validity import Validity
 from graphmem.domain.observations import ObservationRecord, records_of
 from graphmem.domain.secret_policy import Policy, Redaction, clean_entity, clean_extra, clean_facts, clean_relation
 from graphmem.storage.base import Store
@@ -141,11 +141,11 @@ class RecordingStore:
         """Remember the earliest end of the written entities' current facts."""
         # From the records as kept (an update may pass the extra without the facts).
         ends = [
-            end_of(meta["validUntil"])
+            end
             for entity in entities
             if entity.extra and isinstance(metas := entity.extra.get("observationMeta"), list)
             for meta in metas
-            if isinstance(meta, dict) and isinstance(meta.get("validUntil"), str)
+            if isinstance(meta, dict) and (end := Validity(None, meta.get("validUntil")).end) is not None
         ]
         if ends:
             earliest = min(ends)

@@ -55,6 +55,8 @@ class Duplicate:
     entity_type: str
     why: str
     project: str = ""
+    """The existing entity's project."""
+    new_project: str = ""
 
     @property
     def rank(self) -> int:
@@ -138,12 +140,17 @@ class NameIndex:
             if self._built_at and time.monotonic() - self._built_at < max(_REBUILT_AFTER, 100 * self._took):
                 return
             self._building = True
-        with graph.store.read():
-            entities = graph.store.counts().entities
-        if in_the_call or entities <= BUILT_IN_THE_CALL:
-            self._build(graph, version)
-        else:
-            threading.Thread(target=self._build, args=(graph, version), name="graphmem-names", daemon=True).start()
+        try:
+            with graph.store.read():
+                entities = graph.store.counts().entities
+            if in_the_call or entities <= BUILT_IN_THE_CALL:
+                self._build(graph, version)
+            else:
+                threading.Thread(target=self._build, args=(graph, version), name="graphmem-names", daemon=True).start()
+        except BaseException:
+            with self._lock:
+                self._building = False  # a failed read must not leave the index never built again
+            raise
 
     def _build(self, graph: KnowledgeGraph, version: Hashable | None) -> None:
         try:
@@ -199,7 +206,7 @@ def duplicates_of(graph: KnowledgeGraph, created: Sequence[Entity]) -> list[Dupl
                 continue
             why = same_thing(entity.name, name, aliases)
             if why is not None and name not in candidates:
-                candidates[name] = Duplicate(entity.name, name, entity_type, why, project)
+                candidates[name] = Duplicate(entity.name, name, entity_type, why, project, entity.project)
         found += sorted(candidates.values(), key=lambda duplicate: duplicate.rank)[:3]
     index.add(created)
     if not found:
@@ -222,7 +229,7 @@ def find_duplicates(graph: KnowledgeGraph) -> list[Duplicate]:
                     continue
                 why = same_thing(newer[0], older[0], older[3])
                 if why is not None:
-                    pairs[older[0], newer[0]] = Duplicate(newer[0], older[0], older[1], why, older[2])
+                    pairs[older[0], newer[0]] = Duplicate(newer[0], older[0], older[1], why, older[2], newer[2])
     with graph.reading():
         names = sorted({name for pair in pairs for name in pair})
         there = graph.store.existing_names(names) if names else set()

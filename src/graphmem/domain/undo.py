@@ -83,7 +83,8 @@ def undo(graph: KnowledgeGraph, ask: UndoAsk) -> UndoOutcome:
     if ask.changes and (ask.author is not None or ask.via is not None):
         raise InvalidInputError("author", "author and tool choose among the changes since a time: give `since` too.")
     store = graph.store
-    with graph.through(VIA), store.write(graph.scope):
+    # What an undo writes back was stored before: it is not looked at for secrets again.
+    with graph.through(VIA), graph.texts_checked(), store.write(graph.scope):
         chosen = _chosen(store, ask)
         _refuse_unknown(chosen)
         _refuse_outside(graph.scope, chosen)

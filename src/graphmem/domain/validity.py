@@ -49,24 +49,37 @@ def end_lapsed_facts(graph: KnowledgeGraph) -> int:
     now = now_iso()
     if not graph.facts_may_have_ended(now):
         return 0
+    # What the sweep writes is what was stored: it is not looked at for secrets again (under
+    # --secrets refuse, one stored secret would stop every call).
+    with (
+        graph.through(VIA),
+        graph.authored_by(None),
+        graph.working_in(EVERY),
+        graph.texts_checked(),
+        graph.store.write(EVERY),
+    ):
+        return _move_ended(graph, now)
+
+
+def _move_ended(graph: KnowledgeGraph, now: str) -> int:
+    """The sweep's work, inside its transaction; how many facts moved."""
     store = graph.store
+    kept = store.next_fact_end()
+    if kept is None or kept > now:
+        return 0  # another call, or another process, moved them first
     moved = 0
-    with graph.through(VIA), graph.authored_by(None), graph.working_in(EVERY), store.write(EVERY):
-        kept = store.next_fact_end()
-        if kept is None or kept > now:
-            return 0  # another call, or another process, moved them first
-        still_to_come: list[str] = []
-        for entity in store.timed_entities():
-            current = records_of(entity)
-            ended = [r for r in current if r.valid_until is not None and r.validity.ended_by(now)]
-            still_to_come += [
-                end for r in current if r.valid_until is not None and r not in ended and (end := r.validity.end)
-            ]
-            if ended:
-                kept_records = [r for r in current if r not in ended]
-                _rewrite(graph, entity, kept_records, history_of(entity) + ended, now)
-                moved += len(ended)
-        store.set_next_fact_end(min(still_to_come, default=None))
+    still_to_come: list[str] = []
+    for entity in store.timed_entities():
+        current = records_of(entity)
+        ended = [r for r in current if r.valid_until is not None and r.validity.ended_by(now)]
+        still_to_come += [
+            end for r in current if r.valid_until is not None and r not in ended and (end := r.validity.end)
+        ]
+        if ended:
+            kept_records = [r for r in current if r not in ended]
+            _rewrite(graph, entity, kept_records, history_of(entity) + ended, now)
+            moved += len(ended)
+    store.set_next_fact_end(min(still_to_come, default=None))
     return moved
 
 

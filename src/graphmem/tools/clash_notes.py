@@ -28,13 +28,16 @@ def clash_note(clashes: Sequence[tuple[str, Clash]]) -> str | None:
         return None
     lines = []
     for entity, clash in clashes[:_NAMED]:
-        replacing = json.dumps(
-            {"observations": [{"entityName": entity, "contents": [clash.new], "supersedes": [clash.fact_id]}]},
-            ensure_ascii=False,
-        )
+        if len(clash.new) <= _QUOTED:
+            replacing = json.dumps(
+                {"observations": [{"entityName": entity, "contents": [clash.new], "supersedes": [clash.fact_id]}]},
+                ensure_ascii=False,
+            )
+        else:  # the call would repeat a long fact whole: said in words instead
+            replacing = f"that fact as contents and supersedes [{json.dumps(clash.fact_id)}]"
         lines.append(
-            f"{_quoted(clash.new)} may contradict {clash.fact_id} {_quoted(clash.fact)} of {entity} "
-            f"({clash.rule}: {clash.about}). If it replaces it, call add_observations with {replacing}."
+            f"{_quoted(clash.new)} may contradict {clash.fact_id} {_quoted(clash.fact)} of {entity[:_QUOTED]} "
+            f"({clash.rule}: {clash.about[:_QUOTED]}). If it replaces it, call add_observations with {replacing}."
         )
     more = len(clashes) - _NAMED
     if more > 0:

@@ -19,7 +19,11 @@ def _quoted(name: str) -> str:
 
 
 def merge_call(duplicate: Duplicate) -> dict[str, str]:
-    """The merge_entities arguments that fold the newer entity into the older."""
+    """The merge_entities arguments that fold the newer entity into the older; the other way
+    when the newer is shared and the older in a project (a merge keeps the target's project,
+    and a shared entity folds into no project's)."""
+    if duplicate.new_project == "" and duplicate.project != "":
+        return {"source": duplicate.existing, "target": duplicate.name}
     return {"source": duplicate.name, "target": duplicate.existing}
 
 

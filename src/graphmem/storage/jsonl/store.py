@@ -54,7 +54,7 @@ from graphmem.core.changes import ChangeFilter, ChangePage, NewChange
 from graphmem.core.errors import ImportFormatError, StorageBusyError, StorageError
 from graphmem.core.models import Entity
 from graphmem.core.projects import EVERY, Scope
-from graphmem.core.validity import end_of
+from graphmem.core.validity import Validity
 from graphmem.storage.base import map_backend_errors
 from graphmem.storage.files import fsync_directory
 from graphmem.storage.jsonl.changes import ChangeFile
@@ -500,11 +500,11 @@ class JsonlStore(_Writes, _Projects):
             if memo is not None and memo[0] == self._token and not self._writing:
                 return memo[1]
             ends = [
-                end_of(meta["validUntil"])
+                end
                 for row in self._head
                 if row is not None and isinstance(row.value, Entity) and row.value.extra
                 for meta in _metas(row.value.extra)
-                if isinstance(meta.get("validUntil"), str)
+                if (end := Validity(None, meta.get("validUntil")).end) is not None
             ]
             found = min(ends, default=None)
             if not self._writing:

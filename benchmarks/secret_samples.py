@@ -104,6 +104,14 @@ def positives(seed: int = 7) -> Iterator[tuple[str, str]]:
         yield "secret value", f"SECRET_KEY='{_pick(rng, _ALNUM + '!@#%^&*', 50)}'"
         yield "secret value", f'{{"client_secret": "{_pick(rng, _ALNUM, 32)}"}}'
         yield "secret value", f"api_key: {_pick(rng, _HEX, 32)}{_pick(rng, string.ascii_uppercase, 4)}"
+        word = _pick(rng, _ALNUM, 10) + str(rng.randint(0, 9))
+        yield "password", f"mysql -u root --password {word} orders"
+        yield "password", f"curl -u admin:{word} https://ci.example.com/api"
+        yield "password", f"the wifi password is {word}"
+        yield (
+            "password",
+            f"password: '{_pick(rng, string.ascii_lowercase, 5)} {_pick(rng, string.ascii_lowercase, 6)} horse'",
+        )
 
 
 def near_misses(seed: int = 11) -> Iterator[str]:
@@ -143,4 +151,25 @@ def near_misses(seed: int = 11) -> Iterator[str]:
         "Credentials are rotated every 90 days",
         "eyJ is how a base64 JSON object starts",
         "[redacted: GitHub token] was rotated",
+        # Developer text about secrets, not secrets (found by a review of the detector).
+        "password = models.CharField(max_length=128)",
+        "password: typing.Optional[str]",
+        "PASSWORD_FILE=/run/secrets/db_password",
+        "PWD=/home/alice/projects/graphmem",
+        "pwd = os.getcwd()",
+        "password = config.get_password()",
+        "token_endpoint: https://oauth2.googleapis.com/token",
+        "credentials: ~/.aws/credentials",
+        "secretName: tls-cert-production-2024",
+        "tokenizer: bert-base-multilingual-cased",
+        "open http://localhost:8080?email=john@example.com in the browser",
+        "image docker://alpine:3.19@sha256 pinned",
+        "Authorization: Bearer YOUR_ACCESS_TOKEN_HERE",
+        "The API uses Bearer authentication/authorization",
+        "api_key = settings.OPENAI_API_KEY",
+        "token: Optional[str] = None",
+        "private_key_path: /etc/ssl/private/server.key",
+        "cache key-d41d8cd98f00b204e9800998ecf8427e expired",
+        "access_key_id: ${AWS_ACCESS_KEY_ID}",
+        "password=%(db_password)s",
     )

@@ -193,3 +193,20 @@ def test_the_policy_is_checked_when_the_server_starts():
         Settings.from_env({"GRAPHMEM_SECRETS": "sometimes"})
     assert Settings.from_env({"GRAPHMEM_SECRETS": "REFUSE"}).secrets == "refuse"
     assert Settings.from_env({}).secrets == "redact"
+
+
+@pytest.mark.anyio
+async def test_a_stored_secret_can_still_be_named_to_delete_it(settings: Settings):
+    """Deleting names what is stored: its texts are not cleaned, or a secret written with --secrets
+    allow could never be named again to delete it."""
+    async with Client(build_server(dataclasses.replace(settings, secrets="allow")), mode="legacy") as client:
+        await client.call_tool(
+            "create_entities", {"entities": [{"name": "db", "entityType": "database", "observations": [GITHUB]}]}
+        )
+    async with Client(build_server(settings), mode="legacy") as client:
+        deleted = await client.call_tool(
+            "delete_observations", {"deletions": [{"entityName": "db", "observations": [GITHUB]}]}
+        )
+        assert not deleted.is_error
+        opened = await client.call_tool("open_nodes", {"names": ["db"]})
+        assert opened.structured_content["entities"][0]["observations"] == []

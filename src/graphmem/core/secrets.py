@@ -89,7 +89,7 @@ _PROVIDERS: tuple[_Rule, ...] = (
     _rule("Shopify token", _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E),
     _rule("Databricks token", _B + r"dapi[a-f0-9]{32}(?:-[0-9])?" + _E),
     _rule("Linear key", _B + r"lin_(?:api|oauth)_[A-Za-z0-9]{40}" + _E),
-    _rule("Mailgun key", _B + r"key-[0-9a-f]{32}" + _E),
+    _rule("Mailgun key", r"(?i:mailgun)\S*\s*\S*\s*" + _B + r"(key-[0-9a-f]{32})" + _E, 1),
     _rule("Twilio key", _B + r"SK[0-9a-f]{32}" + _E),
 )
 
@@ -100,12 +100,12 @@ _PRIVATE_KEY = _rule(
     flags=re.DOTALL,
 )
 _JWT = _rule("JWT", _B + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}" + _E)
-_BEARER = _rule("bearer token", r"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{16,}=*)", 1)
+_BEARER = _rule("bearer token", r"(?i:\bbearer)\s+((?=[A-Za-z._~+/-]*[0-9])[A-Za-z0-9._~+/-]{16,}=*)", 1)
 _BASIC = _rule("basic credentials", r"(?i:\bbasic)\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])", 1)
 _URL_PASSWORD = _rule(
     # The scheme starts a run and is short: an unbounded one costs a square on a long run of letters.
     "password in a URL",
-    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/:@]{1,256}:([^\s/@\[]{1,256}(?:\[[^\s/@]*)?)@",
+    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/:@?#]{1,256}:([^\s/@\[?#]{1,256}(?:\[[^\s/@]*)?)@",
     1,
 )
 _NAMED = _rule(
@@ -116,7 +116,8 @@ _NAMED = _rule(
     # A name starts where a run of name characters starts: a look from inside a run fails at once.
     r"(?i)(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z0-9_.-]{0,40}(?:api[_.-]?key|apikey|secret|token|passwd|password|passphrase|pwd"
     r"|access[_.-]?key|auth[_.-]?key|private[_.-]?key|client[_.-]?secret|credentials?)[A-Za-z0-9_.-]{0,40})"
-    r"""["']?\s*(?:=>|[:=])\s*["']?(?P<value>[^\s"'`,;<>(){}\[\]]{6,512})""",
+    r"""["']?\s*(?:=>|[:=])\s*(?:(?P<quote>["'])(?P<quoted>[^"'\n]{6,4096})(?P=quote)"""
+    r"""|(?P<value>[^\s"'`,;<>(){}\[\]]{6,4096})(?P<call>\(?))""",
 )
 
 _PLACEHOLDERS = re.compile(
@@ -167,17 +168,47 @@ def _basic_credentials(value: str) -> bool:
     return b":" in decoded and decoded.isascii() and decoded[:1] != b":"
 
 
+_VERSION = re.compile(r"\d+(?:\.\d+)*")
+_WORDS_JOINED = re.compile(r"(?:[a-z]{3,}|\d{1,4})(?:[-_./](?:[a-z]{3,}|\d{1,4}))+")
+"""Words joined by dashes or dots (tls-cert-production-2024): a name, however long."""
+
+# Passwords said in a command line or in prose: `--password X`, `curl -u user:X`, "password is X".
+_SAID = (
+    _rule("password", r"(?i)(?<![\w-])--pass(?:word)?[= ]+(?![-\[])(\S{4,256})", 1),
+    _rule("password", r"(?<![\w-])-u\s+[^\s:]{1,64}:(\S{4,256})", 1),
+    _rule("password", r"(?i)\bpass(?:word|phrase)\s+is\s+(\S{6,256})", 1),
+)
+
+_CODE_OR_PATH = re.compile(
+    r"^(?:[/~.]|[A-Za-z][\w-]*://|\$|%|\{\{)"  # a path, a URL, a variable, a template
+    r"|^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+$"  # a dotted name in code (settings.SECRET_KEY)
+    r"|^(?:str|int|bytes|bool|none|optional|typing|field)\b"  # a type annotation
+    r"|(?i:your|here|example|placeholder|changeme|redacted|dummy|sample|xxx)",
+    re.IGNORECASE,
+)
+_NOT_A_SECRET_NAME = re.compile(
+    r"(?i)(?:_hint|-hint|policy|length|reset|less|_file|_path|_url|_uri|_endpoint|ref|izer)$"
+)
+"""Names beside which a value is about a secret, not one: a path to it, a rule for it."""
+
+
 def _named_values(text: str) -> Iterator[Secret]:
     for match in _NAMED.pattern.finditer(text):
-        value = match.group("value")
-        if value.startswith("[redacted") or _PLACEHOLDERS.match(value):
+        group = "quoted" if match.group("quoted") is not None else "value"
+        value = match.group(group)
+        if match.group("call"):
+            continue  # password = get_password(): a call in code
+        if value.startswith("[redacted") or _PLACEHOLDERS.match(value) or _CODE_OR_PATH.search(value):
             continue
         name = match.group("name")
-        if _PASSWORDISH.search(name) and not name.lower().endswith(("_hint", "-hint", "policy", "length", "reset")):
-            if _is_password(value):
-                yield Secret("password", match.start("value"), match.end("value"))
-        elif _looks_random(value):
-            yield Secret("secret value", match.start("value"), match.end("value"))
+        if _NOT_A_SECRET_NAME.search(name) or name.lower() in ("pwd",) and value.startswith(("/", "~")):
+            continue
+        if _PASSWORDISH.search(name):
+            # A quoted passphrase may have spaces; a plain word alone is no password.
+            if group == "quoted" and len(value.split()) > 1 or _is_password(value):
+                yield Secret("password", match.start(group), match.end(group))
+        elif _looks_random(value) and not _WORDS_JOINED.fullmatch(value.lower()):
+            yield Secret("secret value", match.start(group), match.end(group))
 
 
 # A quick look that every text with a secret passes, so that most texts pay only this (0.6 us
@@ -216,9 +247,16 @@ def find_secrets(text: str) -> list[Secret]:
         for match in rule.pattern.finditer(text):
             start, end = match.span(rule.group)
             secret = match.group(rule.group)
-            if rule is _URL_PASSWORD and (secret.startswith("[redacted") or _PLACEHOLDERS.match(secret)):
-                continue
+            if rule is _URL_PASSWORD and (
+                secret.startswith("[redacted") or _PLACEHOLDERS.match(secret) or _VERSION.fullmatch(secret)
+            ):
+                continue  # a placeholder, or a port or version (docker://alpine:3.19@sha256)
             found.append(Secret(rule.kind, start, end))
+    for rule in _SAID:
+        for match in rule.pattern.finditer(text):
+            value = match.group(1)
+            if _is_password(value.rstrip(".,;")) and not _PLACEHOLDERS.match(value) and not _CODE_OR_PATH.search(value):
+                found.append(Secret(rule.kind, *match.span(1)))
     for rule, check in ((_BEARER, None), (_BASIC, _basic_credentials)):
         for match in rule.pattern.finditer(text):
             if check is None or check(match.group(1)):

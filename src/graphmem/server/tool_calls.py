@@ -122,6 +122,13 @@ def _run_within_limit(state: AppState, spec: ToolSpec, arguments: Any, asked: As
         return state.answers.run(spec, state.tools, arguments)
 
 
+LOOK_UPS_ONLY = frozenset(
+    {"delete_entities", "delete_observations", "delete_relations", "merge_entities", "move_entities", "undo_changes"}
+)
+"""Write tools whose texts only name what is stored (to delete, merge or move it): not cleaned
+of secrets, or a stored one could never be named to delete it."""
+
+
 def scope_asked(state: AppState, asked: Asked, *, writes: bool) -> Scope:
     """The project a request runs in (`projects.scope_of_call`), where the store's calls run:
     the server's, or the one it names, within its token's reach."""
@@ -204,7 +211,7 @@ async def run_tool_call(
     if refused is not None:
         return refused
     redacted: list[Redaction] = []
-    if not read_only:
+    if not read_only and spec.name not in LOOK_UPS_ONLY:
         # Secrets leave a write's texts before the tool reads them (domain/secret_policy.py).
         try:
             arguments, redacted = clean_arguments(arguments, state.tools.graph.secrets)

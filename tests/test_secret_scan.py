@@ -118,3 +118,24 @@ def test_the_command_line_scans_reports_in_info_and_fixes(tmp_path: Path):
     again = runner.invoke(cli, ["scan-secrets", "--memory-file", str(memory)])
     assert again.exit_code == 0 and "No secrets in" in again.output
     assert "secrets: none stored" in runner.invoke(cli, ["info", "--memory-file", str(memory)]).output
+
+
+def test_a_fix_keeps_apart_what_differed_only_by_its_secrets(graph: KnowledgeGraph):
+    other = "ghp_" + "Ab3vR8tW1yK6mN2pL9xB4cD7fG0hJ5sA2eU8"
+    graph.secrets = "allow"
+    graph.create_entities(
+        [
+            Entity(f"bot {GITHUB}", "service", ("a",)),
+            Entity(f"bot {other}", "service", ("b",)),
+            Entity("ci", "service", (f"token {GITHUB}", f"token {other}")),
+        ]
+    )
+    graph.secrets = "redact"
+    fix_secrets(graph)
+    with graph.store.read():
+        found = {entity.name: entity.observations for entity in graph.store.iter_entities()}
+    assert found == {
+        "bot [redacted: GitHub token]": ("a",),
+        "bot [redacted: GitHub token] (2)": ("b",),
+        "ci": ("token [redacted: GitHub token]",),
+    }

@@ -154,8 +154,10 @@ def fix_secrets(graph: KnowledgeGraph) -> SecretScan:
         relations = [(relation, found) for relation in store.iter_relations() if (found := _relation_secrets(relation))]
         scan.holders += [Holder(_where(entity), tuple(found)) for entity, found in entities]
         scan.holders += [Holder(_relation_where(relation), tuple(found)) for relation, found in relations]
+        # Two names that differ only by their secrets would become one: the later gets a number.
+        taken = {(entity.project, entity.name) for entity in store.iter_entities()}
         for entity, _ in entities:
-            _fix_entity(graph, entity, now)
+            _fix_entity(graph, entity, now, taken)
         for relation, _ in relations:
             _replace_relation(graph, relation)
     # After the fix is recorded: its own change names the facts it removed, secrets and all.
@@ -165,9 +167,17 @@ def fix_secrets(graph: KnowledgeGraph) -> SecretScan:
     return scan
 
 
-def _fix_entity(graph: KnowledgeGraph, entity: Entity, now: str) -> None:
+def _fix_entity(graph: KnowledgeGraph, entity: Entity, now: str, taken: set[tuple[str, str]]) -> None:
     store = graph.store
     cleaned = clean_entity(entity, "redact", [])
+    if cleaned.name != entity.name:
+        name, number = cleaned.name, 1
+        while (entity.project, name) in taken:
+            number += 1
+            name = f"{cleaned.name} ({number})"
+        taken.discard((entity.project, entity.name))
+        taken.add((entity.project, name))
+        cleaned = replace(cleaned, name=name)
     current = records_of(entity)
     history = history_of(entity)
     kept: list[ObservationRecord] = []
@@ -177,6 +187,8 @@ def _fix_entity(graph: KnowledgeGraph, entity: Entity, now: str) -> None:
         if not kinds:
             kept.append(record)
             continue
+        if any(other.content == text for other in (*kept, *fresh)) or text in entity.observations:
+            continue  # two facts that differed only by their secrets: one is kept
         # A new version in the old one's place of the story, the old one not kept: it held the secret.
         fresh.append(
             replace(

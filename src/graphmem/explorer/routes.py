@@ -33,6 +33,7 @@ from graphmem.core.identity import Identity
 from graphmem.core.models import DeleteOutcome
 from graphmem.core.projects import Scope, project_name
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.validity import end_lapsed_facts
 from graphmem.explorer import scopes, views
 from graphmem.explorer.edits import EDITS, Edit
 from graphmem.explorer.scopes import OutOfReachError
@@ -254,6 +255,8 @@ class Explorer:
         graph = state.tools.graph
 
         def limited() -> Mapping[str, Any]:
+            # Facts whose valid time has ended leave the current ones first, as before a tool call.
+            end_lapsed_facts(graph)
             scope = self._projects_kept.scope(graph, state.scope, asked, writes=False)
             with graph.time_limit(state.call_time_limit), graph.working_in(scope):
                 return fn(graph, *args)

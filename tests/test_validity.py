@@ -192,6 +192,17 @@ def test_a_fact_leaves_the_current_facts_when_its_validity_ends(graph: Knowledge
     assert change.via == "validity" and change.author is None
 
 
+def test_the_memory_as_it_was_shows_a_fact_current_then_after_it_ended(graph: KnowledgeGraph):
+    graph.create_entities([Entity("Ada", "person", ("Likes tea",))])
+    _add(graph, "Ada", "On leave", valid_until=_in(1.0))
+    then = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    time.sleep(2.2)
+    assert end_lapsed_facts(graph) == 1
+    read = lambda: list(graph.open_nodes(["Ada"]).entities[0].observations)  # noqa: E731
+    assert as_of(graph, then, read) == ["Likes tea", "On leave"]
+    assert read() == ["Likes tea"]
+
+
 def _facts_until(graph: KnowledgeGraph) -> str:
     with graph.store.read():
         (entity,) = graph.store.get_entities(["Ada"])

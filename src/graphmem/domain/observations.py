@@ -312,9 +312,11 @@ def plan_observations(
     now: str,
     field: str,
     author: str | None = None,
+    restoring: bool = False,
 ) -> PlannedChange:
     """What adding and removing observations at `now` by `author` does to `entity`, keeping
-    records, history and versions.
+    records, history and versions. `restoring`: the facts come back as they were (an undo),
+    current even when their validity has ended since (the next sweep moves them again).
 
     A content the entity has already is not added twice; a removed content is dropped
     (not kept in history); a superseded one moves to the history.
@@ -380,7 +382,8 @@ def plan_observations(
         fresh.append(record)
         have.add(item.content)
         added.append(item.content)
-        (history if _not_current(record, now) else kept).append(record)
+        ended = _not_current(record, now) if not restoring else is_archived(record.content)
+        (history if ended else kept).append(record)
     if not added and len(kept) == len(current):
         return PlannedChange(None, (), 0)
     changed = with_records(entity, kept, history)
@@ -464,6 +467,7 @@ def change_observations(
     now: str,
     field: str,
     author: str | None = None,
+    restoring: bool = False,
 ) -> ObservationChange:
     """Add and remove observations of entity `name` (see `plan_observations`) and store the result.
 
@@ -473,7 +477,7 @@ def change_observations(
         InvalidInputError: `supersedes` names no current observation of the entity.
     """
     entity = store.get_entities([name])[0]
-    plan = plan_observations(entity, add, remove, now, field, author)
+    plan = plan_observations(entity, add, remove, now, field, author, restoring)
     if plan.entity is None:
         return ObservationChange((), 0)
     gone, appended = stored_difference(entity, plan.entity)

@@ -320,7 +320,8 @@ def _apply_backward(graph: KnowledgeGraph, op: Op) -> None:
         for fact in op["facts"]:
             attribute, valid_from, valid_until = [*fact[2:5], None, None, None][:3]
             added.append(NewObservation(fact[1], attribute=attribute, valid_from=valid_from, valid_until=valid_until))
-        change_observations(store, op["name"], added, (), now_iso(), "changes", graph.author)
+        # Back as they were: a fact a sweep moved is current at the time taken back to.
+        change_observations(store, op["name"], added, (), now_iso(), "changes", graph.author, restoring=True)
     elif kind == "update_entity" and op.get("changed"):
         before = op["before"]
         store.update_entity(op["name"], Entity(before["name"], before["entityType"], (), before["extra"]))

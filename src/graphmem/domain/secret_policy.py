@@ -30,6 +30,7 @@ __all__ = [
     "clean_extra",
     "clean_facts",
     "clean_relation",
+    "holds_secret",
     "redaction_note",
 ]
 
@@ -74,7 +75,7 @@ def clean_arguments(arguments: Any, policy: Policy) -> tuple[Any, list[Redaction
         InvalidInputError: `policy` is refuse and a text holds a secret.
     """
     found: list[Redaction] = []
-    if policy == "allow" or not _any_secret(arguments):
+    if policy == "allow" or not holds_secret(arguments):
         return arguments, found  # most calls: one look at each text, nothing rebuilt
 
     def walk(value: Any, where: str) -> Any:
@@ -89,13 +90,14 @@ def clean_arguments(arguments: Any, policy: Policy) -> tuple[Any, list[Redaction
     return walk(arguments, ""), found
 
 
-def _any_secret(value: Any) -> bool:
+def holds_secret(value: Any) -> bool:
+    """Whether any text in a JSON value holds a secret."""
     if isinstance(value, str):
         return bool(find_secrets(value))
     if isinstance(value, dict):
-        return any(_any_secret(item) for item in value.values())
+        return any(holds_secret(item) for item in value.values())
     if isinstance(value, list):
-        return any(_any_secret(item) for item in value)
+        return any(holds_secret(item) for item in value)
     return False
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from graphmem.core.changes import Change, ChangeFilter
 from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import EVERY, Scope
-from graphmem.core.secrets import find_secrets, redact
+from graphmem.core.secrets import redact
 from graphmem.core.timestamps import now_iso, touched
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.observations import (
@@ -37,7 +37,7 @@ from graphmem.domain.observations import (
     stored_difference,
     with_records,
 )
-from graphmem.domain.secret_policy import Redaction, clean_entity, clean_relation
+from graphmem.domain.secret_policy import Redaction, clean_entity, clean_relation, holds_secret
 
 __all__ = ["VIA", "SecretScan", "fix_secrets", "scan_secrets"]
 
@@ -94,16 +94,6 @@ def _relation_where(relation: Relation) -> str:
     return f"relation {from_!r} -{relation_type}-> {to!r}{project}"
 
 
-def _holds_secret(value: Any) -> bool:
-    if isinstance(value, str):
-        return bool(find_secrets(value))
-    if isinstance(value, dict):
-        return any(_holds_secret(item) for item in value.values())
-    if isinstance(value, list):
-        return any(_holds_secret(item) for item in value)
-    return False
-
-
 def _redacted(value: Any) -> Any:
     """A JSON value with every text in it redacted."""
     if isinstance(value, str):
@@ -139,7 +129,7 @@ def scan_secrets(graph: KnowledgeGraph) -> SecretScan:
             found = _relation_secrets(relation)
             if found:
                 scan.holders.append(Holder(_relation_where(relation), tuple(found)))
-    scan.changes = sum(_holds_secret(change.ops) for change in _changes(graph))
+    scan.changes = sum(holds_secret(change.ops) for change in _changes(graph))
     return scan
 
 

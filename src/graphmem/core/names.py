@@ -179,7 +179,9 @@ def _tokens(name: str) -> list[str]:
 
 @lru_cache(maxsize=65_536)
 def _tokens_of(name: str) -> tuple[str, ...]:
-    words = _PUNCTUATION.sub(" ", _plain(name).replace("'s ", " ")).split()
+    plain = _plain(name)
+    # Most names are letters, digits and spaces, and need no pass of the punctuation pattern.
+    words = (plain if plain.replace(" ", "").isalnum() else _PUNCTUATION.sub(" ", plain.replace("'s ", " "))).split()
     while words and (words[0] in _TITLES or words[0] == "the") and len(words) > 1:
         words = words[1:]
     while len(words) > 1 and words[-1] in _SUFFIXES:
@@ -222,13 +224,18 @@ def keys(name: str) -> frozenset[str]:
     found = {"n:" + " ".join(words)}
     if len(words) > 1:
         if words[-1].isalpha() and words[0].isalpha():
-            # A nickname, initials, or a typo in the first word keep the last word and a first
-            # letter; a typo in the last word keeps the first word and the last word's first
-            # letter. (Names that start or end with a number, "Task 17", are told apart by it.)
-            found.add("s:" + words[-1] + "|" + words[0][0])
+            # Two names `same_thing` calls one differ in one word at most, which keeps its first
+            # letter (a nickname, initials, a typo): each word in turn is cut to its first letter
+            # (a given name to each of its forms' first letters), the rest kept whole, so that
+            # only names that close share a key. (Names that start or end with a number, "Task
+            # 17", are told apart by it.)
+            rest = " ".join(words[1:])
+            found.add("s:" + words[0][0] + "|" + rest)
             for given in _GIVEN_NAMES.get(words[0], ()):
-                found.add("s:" + words[-1] + "|" + given[0])
-            found.add("f:" + words[0] + "|" + words[-1][0])
+                found.add("s:" + given[0] + "|" + rest)
+            for at in range(1, len(words)):
+                if words[at].isalpha():  # a number is never a typo of another ("Room 17", "Room 71")
+                    found.add(f"f{at}:" + " ".join([*words[:at], words[at][0], *words[at + 1 :]]))
     else:
         # A typo in one word keeps its first two letters, and its length once doubled letters
         # are squeezed within one (a letter left out): both lengths are kept, so any two meet.
@@ -265,8 +272,8 @@ def may_be_same(one: str, other: str, aliases_of_other: Iterable[str] = ()) -> b
 
 def _typo(one: str, other: str) -> bool:
     """Two letters swapped next to each other, a letter doubled, or one left out of a word of
-    seven letters or more; never one letter for another (Anna, Anne)."""
-    if one == other:
+    seven letters or more; never one letter for another (Anna, Anne), never in a number."""
+    if one == other or not (one.isalpha() and other.isalpha()):
         return False
     if _squeezed(one) == _squeezed(other) and (len(one) >= 5 or len(other) >= 5):
         return True

@@ -78,6 +78,7 @@ class NameIndex:
         self._built_at = 0.0
         self._took = 0.0
         self._building = False
+        self._created_while_building: list[_Row] = []  # told of while a build runs: added to it too
 
     def prepare(self, graph: KnowledgeGraph) -> None:
         """Make the index current enough for the look-ups of one call (`rows_under`)."""
@@ -114,21 +115,15 @@ class NameIndex:
 
     def add(self, entities: Iterable[Entity]) -> None:
         """Tell the index of entities this process just created."""
+        rows = [(entity.name, entity.entity_type, entity.project, entity.aliases) for entity in entities]
         with self._lock:
-            for entity in entities:
-                self._add((entity.name, entity.entity_type, entity.project, entity.aliases))
+            for row in rows:
+                self._add(row)
+            if self._building:
+                self._created_while_building += rows
 
     def _add(self, row: _Row) -> None:
-        if (row[2], row[0]) in self._held:
-            return
-        self._held.add((row[2], row[0]))
-        index = len(self._rows)
-        self._rows.append(row)
-        for text in (row[0], *row[3]):
-            for key in keys(text):
-                bucket = self._by_key.setdefault(key, [])
-                if not bucket or bucket[-1] != index:
-                    bucket.append(index)
+        _add_to(self._rows, self._by_key, self._held, row)
 
     def _fresh(self, graph: KnowledgeGraph, in_the_call: bool = False) -> None:
         """Build the index when it is missing, or stale and old enough: here for a small memory
@@ -156,11 +151,18 @@ class NameIndex:
         try:
             started = time.monotonic()
             with graph.store.read():
-                rows = graph.store.entity_names()
+                names = graph.store.entity_names()
+            # Built apart and swapped in, so that the calls meanwhile use the old index rather
+            # than wait for the new one (0.3 s at 40,000 entities).
+            rows: list[_Row] = []
+            by_key: dict[str, list[int]] = {}
+            held: set[tuple[str, str]] = set()
+            for row in names:
+                _add_to(rows, by_key, held, row)
             with self._lock:
-                self._rows, self._by_key, self._held = [], {}, set()
-                for row in rows:
-                    self._add(row)
+                for row in self._created_while_building:
+                    _add_to(rows, by_key, held, row)
+                self._rows, self._by_key, self._held = rows, by_key, held
                 self._version = version
                 self._built_at = time.monotonic()
                 self._took = self._built_at - started
@@ -169,6 +171,20 @@ class NameIndex:
         finally:
             with self._lock:
                 self._building = False
+                self._created_while_building = []
+
+
+def _add_to(rows: list[_Row], by_key: dict[str, list[int]], held: set[tuple[str, str]], row: _Row) -> None:
+    if (row[2], row[0]) in held:
+        return
+    held.add((row[2], row[0]))
+    index = len(rows)
+    rows.append(row)
+    for text in (row[0], *row[3]):
+        for key in keys(text):
+            bucket = by_key.setdefault(key, [])
+            if not bucket or bucket[-1] != index:
+                bucket.append(index)
 
 
 _INDEXES: weakref.WeakKeyDictionary[KnowledgeGraph, NameIndex] = weakref.WeakKeyDictionary()

@@ -16,6 +16,7 @@ from benchmarks.retrieval.sets import load_meaning, load_quality
 from mcp import Client
 
 from graphmem.config import Settings
+from graphmem.core.models import Entity
 from graphmem.core.names import keys, probes, same_thing, types_agree
 from graphmem.domain.duplicates import find_duplicates
 from graphmem.domain.graph import KnowledgeGraph
@@ -69,6 +70,31 @@ def test_nothing_is_named_among_distinct_entities_of_real_memories():
                 assert find_duplicates(graph) == []
             finally:
                 store.close()
+
+
+def test_what_is_named_in_a_set_written_by_other_hands_is_one_thing():
+    """The set of entities with facts written for the meaning measure (benchmarks.meaning_duplicates),
+    by a helper that had not seen the rules: loaded into one memory, every pair named is one of
+    its true pairs (competitors, versions, father and son are never named)."""
+    document = json.loads((Path(__file__).parent / "fixtures" / "clean" / "meaning_duplicates.json").read_text())
+    true_pairs = {
+        frozenset((pair["existing"]["name"], pair["new"]["name"])) for pair in document["pairs"] if pair["same"]
+    }
+    entities = [
+        Entity(side["name"], side["type"], tuple(side["facts"]))
+        for pair in document["pairs"]
+        for side in (pair["existing"], pair["new"])
+    ]
+    with tempfile.TemporaryDirectory() as folder:
+        store = open_store(Settings(memory_path=Path(folder) / "memory.db", semantic=False))
+        try:
+            graph = KnowledgeGraph(store)
+            graph.import_graph(entities, [])
+            named = {frozenset((duplicate.name, duplicate.existing)) for duplicate in find_duplicates(graph)}
+        finally:
+            store.close()
+    assert named, "the set holds a pair the rules name (Dungeons & Dragons / D&D)"
+    assert named <= true_pairs
 
 
 def _notes(answer) -> str:

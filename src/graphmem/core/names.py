@@ -26,8 +26,9 @@ from functools import lru_cache
 __all__ = ["keys", "may_be_same", "probes", "normalised_name", "normalised_type", "same_thing", "types_agree"]
 
 _TITLES = frozenset("mr mrs ms miss mx dr prof professor sir dame madam lord lady rev".split())
+# "Jr", "Sr" and "III" are not among them: they tell a father from his son.
 _SUFFIXES = frozenset(
-    "jr sr ii iii iv phd md esq inc incorporated ltd limited llc llp gmbh corp corporation co company plc sa ag bv nv"
+    "phd md esq inc incorporated ltd limited llc llp gmbh corp corporation co company plc sa ag bv nv"
     " oy ab srl spa pty".split()
 )
 _GENERIC_TYPES = frozenset({"", "entity", "thing", "unknown", "other", "item", "object", "concept"})

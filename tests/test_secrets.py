@@ -6,6 +6,7 @@ write and `allow` keeps it. On every backend, through the real client, and on th
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 
@@ -18,9 +19,12 @@ from graphmem.cli import cli
 from graphmem.config import Settings
 from graphmem.core.models import Entity, Relation
 from graphmem.core.secrets import find_secrets, marker, redact
+from graphmem.domain.change_log import RecordingStore
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.server import build_server
 from graphmem.storage import open_store
+from graphmem.transfer import import_stream
+from graphmem.transfer.migration import migrate
 
 GITHUB = "ghp_" + "Zq3vR8tW1yK6mN2pL9xB4cD7fG0hJ5sA2eU8"
 PASSWORD = "Tr0ub4dor-and-3"
@@ -168,6 +172,63 @@ def test_what_the_store_is_given_is_cleaned_whatever_the_caller(settings: Settin
         assert relation.from_ == bot.name
     finally:
         store.close()
+
+
+def _two_bots_apart_by_a_secret() -> str:
+    other = GITHUB[:-1] + "9"
+    lines = [
+        {"type": "entity", "name": f"db {GITHUB}", "entityType": "service", "observations": ["one"]},
+        {"type": "entity", "name": f"db {other}", "entityType": "service", "observations": ["two"]},
+        {"type": "relation", "from": f"db {other}", "to": f"db {GITHUB}", "relationType": "talks to"},
+    ]
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def _names_and_links(store) -> tuple[list[tuple[str, tuple[str, ...]]], list[tuple[str, str]]]:
+    with store.read():
+        entities = [(entity.name, entity.observations) for entity in store.iter_entities()]
+        relations = [(relation.from_, relation.to) for relation in store.iter_relations()]
+    return entities, relations
+
+
+_KEPT_APART = (
+    [("db [redacted: GitHub token]", ("one",)), ("db [redacted: GitHub token] (2)", ("two",))],
+    [("db [redacted: GitHub token] (2)", "db [redacted: GitHub token]")],
+)
+
+
+def test_names_that_differ_only_by_a_secret_stay_two_entities_in_an_import(settings: Settings):
+    """Redacted, two names became one: a unique-name error on SQLite and PostgreSQL, two entities
+    of one name in a JSONL file. The second is numbered, its relation following it; importing the
+    file again merges into them, as for any name."""
+    store = open_store(settings)
+    graph = KnowledgeGraph(store)
+    try:
+        report = import_stream(graph, io.BytesIO(_two_bots_apart_by_a_secret().encode()))
+        assert [item.kind for item in report.redacted_names] == ["GitHub token", "GitHub token"]
+        assert _names_and_links(store) == _KEPT_APART
+        again = import_stream(graph, io.BytesIO(_two_bots_apart_by_a_secret().encode()))
+        assert (again.entities_new, again.relations_new, again.observations_added) == (0, 0, 0)
+        assert _names_and_links(store) == _KEPT_APART
+    finally:
+        store.close()
+
+
+def test_names_that_differ_only_by_a_secret_stay_two_entities_in_a_migration(settings: Settings, tmp_path: Path):
+    """A memory written with --secrets allow (here the official server's file) migrated into a
+    memory that redacts."""
+    source_file = tmp_path / "written-with-allow.jsonl"
+    source_file.write_text(_two_bots_apart_by_a_secret(), encoding="utf-8")
+    source = open_store(Settings(memory_path=source_file))
+    target = open_store(settings)
+    try:
+        recorder = RecordingStore(target, lambda: (None, "migrate"))
+        report = migrate(source, recorder, secrets="redact")
+        assert [item.kind for item in report.redacted_names] == ["GitHub token", "GitHub token"]
+        assert _names_and_links(target) == _KEPT_APART
+    finally:
+        source.close()
+        target.close()
 
 
 def test_an_import_from_the_command_line_redacts_and_says_so(tmp_path: Path):

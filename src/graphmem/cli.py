@@ -897,7 +897,7 @@ def import_(
         raise
     try:
         _print_import_report(report, source, settings)
-        redacted = graph.take_redactions()
+        redacted = [*report.redacted_names, *graph.take_redactions()]
         if redacted:
             click.echo(redaction_note(redacted))
         _embed_waiting(graph, progress)
@@ -1147,7 +1147,8 @@ def migrate_(ctx: click.Context, source: str, target: str, progress: bool | None
                 # Logged as one change a batch, made through `migrate` (domain/change_log.py).
                 recorder = RecordingStore(writing, lambda: (None, "migrate"))
                 recorder.secrets = cast(Policy, to_settings.secrets)  # what migrates is cleaned as any write
-                report = migrate(reading.store, cast(Store, recorder), progress=bar)
+                report = migrate(reading.store, cast(Store, recorder), secrets=recorder.secrets, progress=bar)
+                redacted = [*report.redacted_names, *recorder.take_redactions()]
             seconds = time.perf_counter() - started
         except GraphmemError as error:
             raise click.ClickException(str(error)) from error
@@ -1165,6 +1166,8 @@ def migrate_(ctx: click.Context, source: str, target: str, progress: bool | None
         click.echo(
             f"merged: {report.merged} entities that repeated an earlier one's name (as the official server reads them)"
         )
+    if redacted:
+        click.echo(redaction_note(redacted))
     click.echo(
         "Search by meaning: the new memory's texts are embedded by its first server, or now by `graphmem embed`."
     )

@@ -23,6 +23,7 @@ from graphmem.core.secrets import find_secrets, redact
 
 __all__ = [
     "POLICIES",
+    "NamesWithSecrets",
     "Policy",
     "Redaction",
     "clean_arguments",
@@ -168,6 +169,42 @@ def clean_relation(relation: Relation, policy: Policy, found: list[Redaction]) -
     if len(found) == before:
         return relation
     return replace(relation, from_=from_, to=to, relation_type=relation_type)
+
+
+class NamesWithSecrets:
+    """The name each entity name holding a secret is written under, the same each time it is
+    asked for within one import or migration: the name redacted, numbered when another name
+    redacted alike came first ("db [redacted: GitHub token]", then "db [redacted: GitHub token]
+    (2)"). Two entities that differed only by a secret stay two (redacted in the store alone,
+    they became one name: a unique-name error, or two entities of one name in a JSONL file), and
+    the relations and facts that name each follow it.
+
+    `redacted` lists what was taken out. A name already in memory is the same entity, as for
+    any name an import merges. Under `refuse` or `allow` names pass as they are (the store
+    refuses, or keeps them).
+    """
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+        self._given: dict[str, str] = {}  # held in memory only, for the run
+        self._taken: set[str] = set()
+        self.redacted: list[Redaction] = []
+
+    def __call__(self, name: str) -> str:
+        given = self._given.get(name)
+        if given is not None or self._policy != "redact":
+            return given or name
+        cleaned, kinds = redact(name)
+        if not kinds:
+            return name
+        stored, number = cleaned, 1
+        while stored in self._taken:
+            number += 1
+            stored = f"{cleaned} ({number})"
+        self._taken.add(stored)
+        self._given[name] = stored
+        self.redacted += [Redaction(f"entity {stored[:60]!r}.name", kind) for kind in kinds]
+        return stored
 
 
 _SHOWN = 5

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import IO, Any, Literal
 
 from graphmem.core.errors import ImportFormatError, InvalidInputError
 from graphmem.core.models import Entity, Relation
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.secret_policy import NamesWithSecrets, Redaction
 from graphmem.storage.jsonl.format import EntityRecord, OtherRecord, RelationRecord, decode_line, encode_value
 from graphmem.transfer.json_document import DECODER, SECTIONS, document_items, looks_like_document
 from graphmem.transfer.streams import LONE_SURROGATE, PROGRESS_BYTES, Progress, StreamError
@@ -45,6 +46,8 @@ class ImportReport:
     ignored_lines: int = 0
     """Records of another type, such as a fork's `{"type":"_aim"}` marker."""
     surrogates_replaced: int = 0
+    redacted_names: list[Redaction] = field(default_factory=list)
+    """Secrets taken out of entity names (the rest of what was redacted the graph says)."""
 
     @property
     def entities_merged(self) -> int:
@@ -72,6 +75,10 @@ class _Loader:
         # Records whose entity was not in memory at a flush: its line may still come later
         # in the file, so they wait for the end (and keep their order with later ones).
         self.deferred: dict[str, list[tuple[int, str]]] = {}
+        # A name holding a secret is imported redacted, so that import_graph merges by the name
+        # the store keeps; two such names of different entities stay two.
+        self.names = NamesWithSecrets(graph.secrets)
+        report.redacted_names = self.names.redacted
 
     # Lone surrogates come from JSON escapes such as "\ud800": SQLite cannot store them
     # (they are not UTF-8), and the tools refuse them, so they become U+FFFD.
@@ -105,7 +112,8 @@ class _Loader:
                 self._clean_extra(entity.extra),
                 entity.project,
             )
-        self.entities.append(entity)
+        name = self.names(entity.name)
+        self.entities.append(entity if name == entity.name else replace(entity, name=name))
         if len(self.entities) >= _CHUNK:
             self._flush_entities()
 
@@ -120,13 +128,16 @@ class _Loader:
                 self._clean_extra(relation.extra),
                 relation.project,
             )
+        from_, to = self.names(relation.from_), self.names(relation.to)
+        if (from_, to) != (relation.from_, relation.to):
+            relation = replace(relation, from_=from_, to=to)
         self.relations.append(relation)
         if len(self.relations) >= _CHUNK:
             self._flush_relations()
 
     def observation(self, line_no: int, name: str, content: str) -> None:
         self.report.observation_records += 1
-        name, content = self._clean_text(name), self._clean_text(content)
+        name, content = self.names(self._clean_text(name)), self._clean_text(content)
         target = self.deferred if name in self.deferred else self.pending
         target.setdefault(name, []).append((line_no, content))
         self.pending_count += 1

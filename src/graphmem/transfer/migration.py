@@ -14,7 +14,7 @@ server in the background, or `graphmem embed`), with its own model and index.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TypeVar
 
@@ -22,6 +22,7 @@ from graphmem.core.errors import GraphmemError
 from graphmem.core.models import Entity
 from graphmem.core.projects import Scope
 from graphmem.domain.observations import history_of
+from graphmem.domain.secret_policy import NamesWithSecrets, Policy, Redaction
 from graphmem.storage.base import Store
 from graphmem.transfer.streams import Progress
 
@@ -52,6 +53,8 @@ class MigrationReport:
     earlier_versions: int
     relations: int
     merged: int = 0
+    redacted_names: tuple[Redaction, ...] = ()
+    """Secrets taken out of entity names (the target's store says what else it redacted)."""
 
 
 def _chunks(items: Iterable[T]) -> Iterator[list[T]]:
@@ -70,8 +73,14 @@ def _check_empty(target: Store) -> None:
         )
 
 
-def migrate(source: Store, target: Store, *, progress: Progress | None = None) -> MigrationReport:
+def migrate(
+    source: Store, target: Store, *, secrets: Policy = "allow", progress: Progress | None = None
+) -> MigrationReport:
     """Copy every entity and relation of `source` into `target`, which must hold nothing.
+
+    Under `secrets` redact, an entity name holding a secret is written redacted, numbered when
+    another redacted alike came first (`NamesWithSecrets`), its relations following it; the
+    target's store redacts the other texts.
 
     Raises:
         TargetNotEmptyError: the target holds entities or relations; nothing was written.
@@ -83,6 +92,7 @@ def migrate(source: Store, target: Store, *, progress: Progress | None = None) -
     names: set[tuple[str, str]] = set()
     later: list[Entity] = []
     keys: set[tuple[str, tuple[str, str, str]]] = set()
+    named = NamesWithSecrets(secrets)
     with source.read(), target.write(), target.bulk_insert():
         # Again, now that the target is locked for writing: another server may have written
         # to it since it was looked at.
@@ -90,6 +100,8 @@ def migrate(source: Store, target: Store, *, progress: Progress | None = None) -
         for chunk in _chunks(source.iter_entities()):
             fresh: dict[tuple[str, str], Entity] = {}
             for entity in chunk:
+                if named(entity.name) != entity.name:
+                    entity = replace(entity, name=named(entity.name))
                 place = (entity.project, entity.name)
                 if place in names or place in fresh:
                     # Only a JSONL file holds two entities of one name in one project: the
@@ -114,10 +126,11 @@ def migrate(source: Store, target: Store, *, progress: Progress | None = None) -
             if progress is not None:
                 progress(len(chunk))
         for links in _chunks(source.iter_relations()):
+            links = [replace(link, from_=named(link.from_), to=named(link.to)) for link in links]
             unique = [relation for relation in dict.fromkeys(links) if (relation.project, relation.key) not in keys]
             keys.update((relation.project, relation.key) for relation in unique)
             target.insert_relations(unique)
             relations += len(unique)
             if progress is not None:
                 progress(len(links))
-    return MigrationReport(entities, observations, earlier, relations, merged)
+    return MigrationReport(entities, observations, earlier, relations, merged, tuple(named.redacted))

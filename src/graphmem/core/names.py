@@ -216,13 +216,28 @@ def _squeezed(word: str) -> str:
     return re.sub(r"(.)\1+", r"\1", word)
 
 
-@lru_cache(maxsize=65_536)
-def keys(name: str) -> frozenset[str]:
+Key = tuple[object, ...]
+"""A look-up key: its kind, then what names of that kind share (tuples of the name's words,
+not joined text: building a key is most of what a write's check costs)."""
+
+
+def keys(name: str) -> frozenset[Key]:
     """The look-up keys of a name: two names that `same_thing` may call one share one."""
-    words = _tokens(name)
+    return frozenset(look_up(name)[0])
+
+
+def probes(name: str) -> frozenset[Key]:
+    """The keys to look a name's possible duplicates up under (`keys` of the other side)."""
+    return frozenset(look_up(name)[1])
+
+
+@lru_cache(maxsize=65_536)
+def look_up(name: str) -> tuple[tuple[Key, ...], tuple[Key, ...]]:
+    """A name's `keys` and `probes`, made together (a key may come twice)."""
+    words = _tokens_of(name)
     if not words:
-        return frozenset()
-    found = {"n:" + " ".join(words)}
+        return (), ()
+    found: list[Key] = [("n", *words)]
     if len(words) > 1:
         if words[-1].isalpha() and words[0].isalpha():
             # Two names `same_thing` calls one differ in one word at most, which keeps its first
@@ -230,34 +245,27 @@ def keys(name: str) -> frozenset[str]:
             # (a given name to each of its forms' first letters), the rest kept whole, so that
             # only names that close share a key. (Names that start or end with a number, "Task
             # 17", are told apart by it.)
-            rest = " ".join(words[1:])
-            found.add("s:" + words[0][0] + "|" + rest)
+            found.append(("f", 0, (words[0][0], *words[1:])))
             for given in _GIVEN_NAMES.get(words[0], ()):
-                found.add("s:" + given[0] + "|" + rest)
+                found.append(("f", 0, (given[0], *words[1:])))
             for at in range(1, len(words)):
                 if words[at].isalpha():  # a number is never a typo of another ("Room 17", "Room 71")
-                    found.add(f"f{at}:" + " ".join([*words[:at], words[at][0], *words[at + 1 :]]))
+                    found.append(("f", at, (*words[:at], words[at][0], *words[at + 1 :])))
     else:
         # A typo in one word keeps its first two letters, and its length once doubled letters
         # are squeezed within one (a letter left out): both lengths are kept, so any two meet.
         word = words[0]
         length = len(_squeezed(word))
-        found.update(f"d:{word[:2]}|{size}" for size in (length, length + 1))
-    # An acronym meets the long name it is short for, never another long name or acronym.
+        found += [("d", word[:2], str(size)) for size in (length, length + 1)]
+    # An acronym meets the long name it is short for, never another long name or acronym: the
+    # long name is kept under "A", and looks under "a", where an acronym is kept, and so back.
     if len(words) >= 3:
-        found.add("A:" + "".join(word[0] for word in words))
-    elif len(words) == 1 and 2 <= len(words[0]) <= 6:
-        found.add("a:" + words[0])
-    return frozenset(found)
-
-
-@lru_cache(maxsize=65_536)
-def probes(name: str) -> frozenset[str]:
-    """The keys to look a name's possible duplicates up under (`keys` of the other side)."""
-    return frozenset(
-        ("a:" + key[2:]) if key.startswith("A:") else ("A:" + key[2:]) if key.startswith("a:") else key
-        for key in keys(name)
-    )
+        acronym = "".join([word[0] for word in words])
+        return (*found, ("A", acronym)), (*found, ("a", acronym))
+    if len(words) == 1 and 2 <= len(words[0]) <= 6:
+        return (*found, ("a", words[0])), (*found, ("A", words[0]))
+    kept = tuple(found)
+    return kept, kept
 
 
 def may_be_same(one: str, other: str, aliases_of_other: Iterable[str] = ()) -> bool:

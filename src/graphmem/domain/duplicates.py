@@ -23,7 +23,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 from graphmem.core.models import Entity
-from graphmem.core.names import keys, may_be_same, probes, same_thing, types_agree
+from graphmem.core.names import Key, look_up, may_be_same, same_thing, types_agree
 from graphmem.domain.graph import KnowledgeGraph
 
 logger = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class NameIndex:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rows: list[_Row] = []
-        self._by_key: dict[str, list[int]] = {}
+        self._by_key: dict[Key, list[int]] = {}
         self._held: set[tuple[str, str]] = set()  # (project, name) of each row
         self._version: Hashable | None = None
         self._built_at = 0.0
@@ -86,7 +86,7 @@ class NameIndex:
 
     def rows_under(self, names: Sequence[str]) -> list[list[_Row]]:
         """For each name, the entities sharing a look-up key with it, at most `_BUCKET_AT_MOST` a key."""
-        looked_up = [probes(name) for name in names]
+        looked_up = [look_up(name)[1] for name in names]
         found = []
         with self._lock:
             for name_probes in looked_up:
@@ -105,10 +105,10 @@ class NameIndex:
         with self._lock:
             found = []
             for key, indexes in self._by_key.items():
-                if key.startswith("A:"):
+                if key[0] == "A":
                     continue  # long names of one acronym are not alike: met from the acronym's side
-                if key.startswith("a:"):
-                    indexes = sorted(indexes + self._by_key.get("A:" + key[2:], []))  # creation order
+                if key[0] == "a":
+                    indexes = sorted(indexes + self._by_key.get(("A", key[1]), []))  # creation order
                 if len(indexes) > 1:
                     found.append([self._rows[index] for index in indexes[:_BUCKET_AT_MOST]])
             return found
@@ -155,7 +155,7 @@ class NameIndex:
             # Built apart and swapped in, so that the calls meanwhile use the old index rather
             # than wait for the new one (0.3 s at 40,000 entities).
             rows: list[_Row] = []
-            by_key: dict[str, list[int]] = {}
+            by_key: dict[Key, list[int]] = {}
             held: set[tuple[str, str]] = set()
             for row in names:
                 _add_to(rows, by_key, held, row)
@@ -174,16 +174,18 @@ class NameIndex:
                 self._created_while_building = []
 
 
-def _add_to(rows: list[_Row], by_key: dict[str, list[int]], held: set[tuple[str, str]], row: _Row) -> None:
+def _add_to(rows: list[_Row], by_key: dict[Key, list[int]], held: set[tuple[str, str]], row: _Row) -> None:
     if (row[2], row[0]) in held:
         return
     held.add((row[2], row[0]))
     index = len(rows)
     rows.append(row)
-    for text in (row[0], *row[3]):
-        for key in keys(text):
-            bucket = by_key.setdefault(key, [])
-            if not bucket or bucket[-1] != index:
+    for text in (row[0], *row[3]) if row[3] else (row[0],):
+        for key in look_up(text)[0]:
+            bucket = by_key.get(key)
+            if bucket is None:
+                by_key[key] = [index]
+            elif bucket[-1] != index:
                 bucket.append(index)
 
 

@@ -203,6 +203,32 @@ def test_the_memory_as_it_was_shows_a_fact_current_then_after_it_ended(graph: Kn
     assert read() == ["Likes tea"]
 
 
+def test_a_value_that_begins_later_leaves_the_one_there_is_until_then(graph: KnowledgeGraph):
+    """A move planned for later: until it begins the old home still holds, and the new one waits
+    beside it; then the sweep ends the old one where the new one begins."""
+    graph.create_entities([Entity("Ada", "person")])
+    _add(graph, "Ada", "Lives in Paris", attribute="home")
+    begins = _in(1.0)
+    _add(graph, "Ada", "Lives in Berlin", begins, attribute="home")
+    assert _facts(graph, "Ada") == ["Lives in Paris", "Lives in Berlin"]
+    assert _facts(graph, "Ada", _in(0)) == ["Lives in Paris"]
+    assert _facts(graph, "Ada", "2099") == ["Lives in Berlin"]
+    # A value for now, written meanwhile, replaces the one holding now, until the one waiting begins.
+    _add(graph, "Ada", "Lives in Rome", attribute="home")
+    assert _facts(graph, "Ada") == ["Lives in Berlin", "Lives in Rome"]
+    assert _facts(graph, "Ada", _in(0)) == ["Lives in Rome"]
+    assert end_lapsed_facts(graph) == 0
+    time.sleep(2.2)  # past the start, and past the second a read of the next end is trusted
+    assert end_lapsed_facts(graph) == 1
+    assert _facts(graph, "Ada") == ["Lives in Berlin"]
+    with graph.store.read():
+        (ada,) = graph.store.get_entities(["Ada"])
+    paris, rome = history_of(ada)
+    assert (paris.content, rome.content) == ("Lives in Paris", "Lives in Rome")
+    assert paris.validity.end is not None and paris.validity.end == rome.validity.start  # replaced by Rome
+    assert rome.validity.end == Validity(None, begins).end  # held until Berlin began
+
+
 def _facts_until(graph: KnowledgeGraph) -> str:
     with graph.store.read():
         (entity,) = graph.store.get_entities(["Ada"])

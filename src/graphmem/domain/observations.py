@@ -356,11 +356,7 @@ def plan_observations(
         )
         replaced_value = False
         if item.supersedes is None and item.attribute is not None:
-            # One current value an attribute: the one there is becomes a past version.
-            same = next((r for r in kept if r.attribute == item.attribute), None)
-            if same is not None:
-                item = replace(item, supersedes=same.id)
-                replaced_value = True
+            record, item, replaced_value = _place_value(record, item, kept, now)
         if item.supersedes is not None:
             old = next((r for r in kept if r.id == item.supersedes), None)
             if old is None:
@@ -370,7 +366,7 @@ def plan_observations(
                     "get_entity shows the current observations with their ids.",
                 )
             kept.remove(old)
-            if replaced_value and old.valid_until is None:
+            if replaced_value and (old.validity.end is None or old.validity.end > now):
                 # The old value held until the new one began (now, unless the new one says):
                 # a read at an earlier time (validAt) sees it. A correction through
                 # `supersedes` says the old fact never held.
@@ -393,6 +389,37 @@ def plan_observations(
         removed,
         _clashes(fresh, [record for record in kept if record not in fresh]),
     )
+
+
+def _place_value(
+    record: ObservationRecord, item: NewObservation, kept: list[ObservationRecord], now: str
+) -> tuple[ObservationRecord, NewObservation, bool]:
+    """Give a new value of an attribute its place among the current ones: one value holds at
+    a time, each until the next begins.
+
+    A value for now replaces the one holding now (which becomes its past version: the item
+    `supersedes` it, and True says so). A value that begins later leaves the one before it
+    current, ending where it begins (the sweep moves it then). Either holds until a value
+    already waiting to begin after it.
+    """
+    values = [other for other in kept if other.attribute == item.attribute]
+    if not values:
+        return record, item, False
+    begins = record.validity.start
+    replacing = False
+    if begins is not None and begins > now:
+        earlier = [other for other in values if (other.validity.start or "") < begins]
+        before = max(earlier, key=lambda other: other.validity.start or "", default=None)
+        if before is not None and (before.validity.end is None or before.validity.end > begins):
+            kept[kept.index(before)] = replace(before, valid_until=begins)
+    else:
+        holding = next((other for other in values if other.validity.holds_at(now)), None)
+        if holding is not None:
+            item, replacing = replace(item, supersedes=holding.id), True
+    waiting = [other.validity.start for other in values if other.validity.start and other.validity.start > (begins or now)]
+    if waiting and (record.validity.end is None or record.validity.end > min(waiting)):
+        record = replace(record, valid_until=min(waiting))
+    return record, item, replacing
 
 
 _CLASHES_A_FACT = 3

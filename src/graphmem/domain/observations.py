@@ -416,9 +416,10 @@ def _place_value(
         holding = next((other for other in values if other.validity.holds_at(now)), None)
         if holding is not None:
             item, replacing = replace(item, supersedes=holding.id), True
-    waiting = [other.validity.start for other in values if other.validity.start and other.validity.start > (begins or now)]
-    if waiting and (record.validity.end is None or record.validity.end > min(waiting)):
-        record = replace(record, valid_until=min(waiting))
+    starts = [other.validity.start for other in values]
+    waiting = min((start for start in starts if start is not None and start > (begins or now)), default=None)
+    if waiting is not None and (record.validity.end is None or record.validity.end > waiting):
+        record = replace(record, valid_until=waiting)
     return record, item, replacing
 
 

@@ -72,6 +72,20 @@ def test_a_week_of_wrong_writes_is_undone_in_one_step(graph: KnowledgeGraph):
     assert describe(newest)[0].startswith(f"undid changes {outcome.undone[0].seq}, ")
 
 
+def test_undoing_a_value_that_begins_later_leaves_the_current_one_as_it_was(graph: KnowledgeGraph):
+    """The planned value had set when the current one ends: taken back, it ends no more."""
+    graph.create_entities([Entity("Ada", "person")])
+    graph.add_observations([ObservationAddition("Ada", ("Lives in Paris",), (), "home")])
+    with graph.store.read():
+        (before,) = graph.store.get_entities(["Ada"])
+    graph.add_observations([ObservationAddition("Ada", ("Lives in Berlin",), (), "home", "2099-01-01")])
+    undo(graph, UndoAsk(changes=(_latest(graph),)))
+    with graph.store.read():
+        (after,) = graph.store.get_entities(["Ada"])
+    assert after.observations == ("Lives in Paris",)
+    assert after.extra["observationMeta"] == before.extra["observationMeta"]  # type: ignore[index]
+
+
 def test_an_undo_is_a_change_like_any_other_and_can_be_undone(graph: KnowledgeGraph):
     _start(graph)
     graph.add_observations([ObservationAddition("Ada", ("likes tea",))])

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from graphmem.core.changes import Change, ChangeFilter, Op
 from graphmem.core.errors import InvalidInputError
@@ -341,18 +342,40 @@ def _apply_backward(graph: KnowledgeGraph, op: Op) -> None:
 
 
 def _restore_history(store: Store, op: Op) -> None:
-    """Take back what a metadata-only update did to the entity's past versions: a fact that
-    went straight to the history (archived, or its validity over when written) leaves it."""
-    before = (op["before"].get("extra") or {}).get(HISTORY_KEY)
+    """Take back what a metadata-only update did to the entity's records: a fact that went
+    straight to the history (archived, or its validity over when written) leaves it, and a
+    current fact's end set by a value that begins later (domain/observations.py) is as it was."""
+    before_extra = op["before"].get("extra") or {}
+    before = before_extra.get(HISTORY_KEY)
     found = store.get_entities([op["name"]])
     if not found:
         return
     entity = found[0]
     extra = dict(entity.extra or {})
-    if extra.get(HISTORY_KEY) == before:
-        return
     if before is None:
         extra.pop(HISTORY_KEY, None)
     else:
         extra[HISTORY_KEY] = before
-    store.update_entity(entity.name, Entity(entity.name, entity.entity_type, (), extra, entity.project))
+    ends_before = {
+        meta["id"]: meta.get("validUntil")
+        for meta in before_extra.get(_RECORDS_KEY) or ()
+        if isinstance(meta, dict) and "id" in meta
+    }
+    records = extra.get(_RECORDS_KEY)
+    if isinstance(records, list):
+        extra[_RECORDS_KEY] = [_with_end(meta, ends_before) for meta in records]
+    if extra != (entity.extra or {}):
+        store.update_entity(entity.name, Entity(entity.name, entity.entity_type, (), extra, entity.project))
+
+
+_RECORDS_KEY = "observationMeta"
+
+
+def _with_end(meta: Any, ends_before: dict[str, Any]) -> Any:
+    """A current fact's record with the end it had before (when it was there before)."""
+    if not isinstance(meta, dict) or meta.get("id") not in ends_before or meta.get("validUntil") == ends_before[meta["id"]]:
+        return meta
+    kept = {key: value for key, value in meta.items() if key != "validUntil"}
+    if ends_before[meta["id"]] is not None:
+        kept["validUntil"] = ends_before[meta["id"]]
+    return kept

@@ -373,9 +373,12 @@ _RECORDS_KEY = "observationMeta"
 
 def _with_end(meta: Any, ends_before: dict[str, Any]) -> Any:
     """A current fact's record with the end it had before (when it was there before)."""
-    if not isinstance(meta, dict) or meta.get("id") not in ends_before or meta.get("validUntil") == ends_before[meta["id"]]:
+    if not isinstance(meta, dict) or meta.get("id") not in ends_before:
+        return meta
+    end = ends_before[meta["id"]]
+    if meta.get("validUntil") == end:
         return meta
     kept = {key: value for key, value in meta.items() if key != "validUntil"}
-    if ends_before[meta["id"]] is not None:
-        kept["validUntil"] = ends_before[meta["id"]]
+    if end is not None:
+        kept["validUntil"] = end
     return kept

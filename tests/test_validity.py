@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
+import json
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -28,6 +30,7 @@ from graphmem.domain.observations import history_of
 from graphmem.domain.validity import end_lapsed_facts
 from graphmem.server import build_server
 from graphmem.storage import open_store
+from graphmem.transfer import export_graph
 
 
 @pytest.fixture
@@ -190,6 +193,18 @@ def test_a_fact_leaves_the_current_facts_when_its_validity_ends(graph: Knowledge
         assert graph.store.next_fact_end() == end_of(normalised(_facts_until(graph)))  # type: ignore[arg-type]
     (change, *_) = list_changes(graph, ChangeQuery(limit=1)).changes
     assert change.via == "validity" and change.author is None
+
+
+def test_an_export_shows_a_fact_whose_validity_ended_as_a_past_version_and_moves_nothing(graph: KnowledgeGraph):
+    graph.create_entities([Entity("Ada", "person", ("Likes tea",))])
+    _add(graph, "Ada", "On leave", valid_until=_in(0.5))
+    time.sleep(0.6)  # ended; no call has swept
+    out = io.BytesIO()
+    export_graph(graph, out)
+    (ada,) = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert ada["observations"] == ["Likes tea"]
+    assert [version["content"] for version in ada["observationHistory"]] == ["On leave"]
+    assert _facts(graph, "Ada") == ["Likes tea", "On leave"]  # the store is as it was, until a sweep
 
 
 def test_the_memory_as_it_was_shows_a_fact_current_then_after_it_ended(graph: KnowledgeGraph):

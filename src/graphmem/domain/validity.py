@@ -37,7 +37,7 @@ from graphmem.domain.observations import (
     with_records,
 )
 
-__all__ = ["VIA", "end_lapsed_facts", "hold_at"]
+__all__ = ["VIA", "as_swept", "end_lapsed_facts", "hold_at"]
 
 VIA = "validity"
 """What the change log says moved ended facts to the history."""
@@ -71,7 +71,7 @@ def _move_ended(graph: KnowledgeGraph, now: str) -> int:
     still_to_come: list[str] = []
     for entity in store.timed_entities():
         current = records_of(entity)
-        ended = [r for r in current if r.valid_until is not None and r.validity.ended_by(now)]
+        ended = _ended(current, now)
         still_to_come += [
             end for r in current if r.valid_until is not None and r not in ended and (end := r.validity.end)
         ]
@@ -81,6 +81,24 @@ def _move_ended(graph: KnowledgeGraph, now: str) -> int:
             moved += len(ended)
     store.set_next_fact_end(min(still_to_come, default=None))
     return moved
+
+
+def _ended(current: Sequence[ObservationRecord], now: str) -> list[ObservationRecord]:
+    return [record for record in current if record.valid_until is not None and record.validity.ended_by(now)]
+
+
+def as_swept(entity: Entity, now: str) -> Entity:
+    """The entity as a sweep at `now` leaves it (its facts whose validity ended moved to its
+    history), for a read that does not write: an export shows the memory as a call would."""
+    records = (entity.extra or {}).get("observationMeta")
+    if not isinstance(records, list) or not any(isinstance(meta, dict) and "validUntil" in meta for meta in records):
+        return entity  # most entities: no fact with an end
+    current = records_of(entity)
+    ended = _ended(current, now)
+    if not ended:
+        return entity
+    after = with_records(entity, [record for record in current if record not in ended], history_of(entity) + ended)
+    return Entity(after.name, after.entity_type, after.observations, after.extra, entity.project)
 
 
 def hold_at(graph: KnowledgeGraph, moment: str) -> None:

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from typing import IO, Any, Literal
 
 from graphmem.core.models import Entity, Relation
+from graphmem.core.timestamps import now_iso
 from graphmem.domain.diagrams import dot_chunks, graphml_chunks, mermaid_chunks
 from graphmem.domain.graph import KnowledgeGraph
+from graphmem.domain.validity import as_swept
 from graphmem.storage.jsonl.format import encode_graph
 from graphmem.transfer.streams import LONE_SURROGATE, PROGRESS_RECORDS, Progress, StreamError
 
@@ -109,6 +111,10 @@ def export_graph(
     try:
         with graph.reading():
             entity_iter, relation_iter = graph.iter_graph()
+            # A fact whose validity ended is a past version, as a call would have made it (an
+            # export only reads, and moves nothing).
+            now = now_iso()
+            entity_iter = (as_swept(entity, now) for entity in entity_iter)
             if project is not None:
                 entity_iter = (entity for entity in entity_iter if entity.project == project)
                 relation_iter = (relation for relation in relation_iter if relation.project == project)

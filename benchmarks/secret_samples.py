@@ -107,6 +107,7 @@ def positives(seed: int = 7) -> Iterator[tuple[str, str]]:
         word = _pick(rng, _ALNUM, 10) + str(rng.randint(0, 9))
         yield "password", f"mysql -u root --password {word} orders"
         yield "password", f"curl -u admin:{word} https://ci.example.com/api"
+        yield "password", f"mysqldump -h db.internal -u backup -p{word} orders > orders.sql"
         yield "password", f"the wifi password is {word}"
         yield (
             "password",
@@ -172,4 +173,7 @@ def near_misses(seed: int = 11) -> Iterator[str]:
         "cache key-d41d8cd98f00b204e9800998ecf8427e expired",
         "access_key_id: ${AWS_ACCESS_KEY_ID}",
         "password=%(db_password)s",
+        "mysql -h db.internal -P3306 -u app -p orders asks for the password",
+        "mysqldump -proot orders",
+        "mkdir -p /srv/data/mysql-backups",
     )

@@ -177,6 +177,12 @@ _SAID = (
     _rule("password", r"(?i)(?<![\w-])--pass(?:word)?[= ]+(?![-\[])(\S{4,256})", 1),
     _rule("password", r"(?<![\w-])-u\s+[^\s:]{1,64}:(\S{4,256})", 1),
     _rule("password", r"(?i)\bpass(?:word|phrase)\s+is\s+(\S{6,256})", 1),
+    # MySQL's clients take the password joined to -p (-P, a capital, is the port).
+    _rule(
+        "password",
+        r"(?i:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mariadb)\b)[^\n|;&]{0,200}?(?<![\w-])-p(\S{4,256})",
+        1,
+    ),
 )
 
 _CODE_OR_PATH = re.compile(
@@ -233,6 +239,8 @@ def _may_hold_a_secret(text: str) -> bool:
         or "basic" in low
         or "://" in low
         or "begin" in low
+        or "mysql" in low
+        or "mariadb" in low
         or _TOKEN_RUN.search(text) is not None
     )
 

@@ -38,6 +38,9 @@ BUILT_IN_THE_CALL = 5_000
 """Entities up to which the index is built in the call that first needs it (tens of
 milliseconds); past them, on a thread of its own (372 ms at 40,000 entities)."""
 
+_ROWS_BETWEEN_PAUSES = 200
+"""Names a build adds between two pauses (about 1 ms of Python)."""
+
 _BUCKET_AT_MOST = 500
 """Entities under one key a search compares (a key as common as a surname's first letter)."""
 
@@ -157,8 +160,12 @@ class NameIndex:
             rows: list[_Row] = []
             by_key: dict[Key, list[int]] = {}
             held: set[tuple[str, str]] = set()
-            for row in names:
+            for done, row in enumerate(names, 1):
                 _add_to(rows, by_key, held, row)
+                if done % _ROWS_BETWEEN_PAUSES == 0:
+                    # A call waiting for the interpreter gets it now, not after the 5 ms Python
+                    # otherwise lets a busy thread run (a create waited 50 to 170 ms).
+                    time.sleep(0)
             with self._lock:
                 for row in self._created_while_building:
                     _add_to(rows, by_key, held, row)

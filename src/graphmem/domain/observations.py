@@ -41,6 +41,7 @@ __all__ = [
     "new_records",
     "plan_observations",
     "records_of",
+    "store_entity",
     "stored_difference",
     "with_records",
     "without_archived",
@@ -508,13 +509,20 @@ def change_observations(
     plan = plan_observations(entity, add, remove, now, field, author, restoring)
     if plan.entity is None:
         return ObservationChange((), 0)
-    gone, appended = stored_difference(entity, plan.entity)
-    if gone:
-        store.remove_observations(name, gone)
-    if appended:
-        store.append_observations(name, appended)
-    store.update_entity(name, plan.entity)
+    store_entity(store, entity, plan.entity)
     return ObservationChange(plan.added, plan.removed, plan.clashes)
+
+
+def store_entity(store: Store, before: Entity, after: Entity) -> None:
+    """Store `after` in place of `before`, one entity as `store` sees it: the observation rows
+    that changed (`stored_difference`), then its name, type and metadata. Call it inside a
+    write transaction."""
+    gone, appended = stored_difference(before, after)
+    if gone:
+        store.remove_observations(before.name, gone)
+    if appended:
+        store.append_observations(before.name, appended)
+    store.update_entity(before.name, after)
 
 
 def without_archived(entity: Entity) -> Entity:

@@ -34,7 +34,7 @@ from graphmem.domain.observations import (
     history_of,
     next_id,
     records_of,
-    stored_difference,
+    store_entity,
     with_records,
 )
 from graphmem.domain.secret_policy import Redaction, clean_entity, clean_relation, holds_secret
@@ -196,17 +196,12 @@ def _fix_entity(graph: KnowledgeGraph, entity: Entity, now: str, taken: set[tupl
         Entity(cleaned.name, cleaned.entity_type, (), cleaned.extra, entity.project), [*kept, *fresh], past
     )
     after = replace(after, extra=touched(after.extra, now))
-    gone, appended = stored_difference(entity, after)
     scope = Scope(entity.project)
     with store.write(scope), graph.working_in(scope, graph.reach):
         relations = store.relations_touching([entity.name]) if cleaned.name != entity.name else []
         if relations:
             store.delete_relations([relation.key for relation in relations])
-        if gone:
-            store.remove_observations(entity.name, gone)
-        if appended:
-            store.append_observations(entity.name, appended)
-        store.update_entity(entity.name, after)
+        store_entity(store, entity, after)
         if relations:
             store.insert_relations([clean_relation(relation, "redact", []) for relation in relations])
 

@@ -33,7 +33,7 @@ from graphmem.domain.observations import (
     history_of,
     is_archived,
     records_of,
-    stored_difference,
+    store_entity,
     with_records,
 )
 
@@ -137,12 +137,6 @@ def _rewrite(
     """Store `entity` with these current facts and this history, in its own project."""
     after = with_records(entity, current, history)
     after = Entity(after.name, after.entity_type, after.observations, touched(after.extra, now), entity.project)
-    gone, appended = stored_difference(entity, after)
-    store = graph.store
     scope = Scope(entity.project)
-    with store.write(scope), graph.working_in(scope, graph.reach):
-        if gone:
-            store.remove_observations(entity.name, gone)
-        if appended:
-            store.append_observations(entity.name, appended)
-        store.update_entity(entity.name, after)
+    with graph.store.write(scope), graph.working_in(scope, graph.reach):
+        store_entity(graph.store, entity, after)

@@ -178,8 +178,7 @@ def _tokens(name: str) -> list[str]:
     return list(_tokens_of(name))
 
 
-@lru_cache(maxsize=65_536)
-def _tokens_of(name: str) -> tuple[str, ...]:
+def _words_of(name: str) -> tuple[str, ...]:
     plain = _plain(name)
     # Most names are letters, digits and spaces, and need no pass of the punctuation pattern.
     words = (plain if plain.replace(" ", "").isalnum() else _PUNCTUATION.sub(" ", plain.replace("'s ", " "))).split()
@@ -188,6 +187,11 @@ def _tokens_of(name: str) -> tuple[str, ...]:
     while len(words) > 1 and words[-1] in _SUFFIXES:
         words = words[:-1]
     return tuple(words)
+
+
+# Cached for the comparisons, which meet a name many times; `look_up` (cached itself) meets
+# each name once, and calls `_words_of`.
+_tokens_of = lru_cache(maxsize=65_536)(_words_of)
 
 
 def normalised_name(name: str) -> str:
@@ -234,7 +238,7 @@ def probes(name: str) -> frozenset[Key]:
 @lru_cache(maxsize=65_536)
 def look_up(name: str) -> tuple[tuple[Key, ...], tuple[Key, ...]]:
     """A name's `keys` and `probes`, made together (a key may come twice)."""
-    words = _tokens_of(name)
+    words = _words_of(name)
     if not words:
         return (), ()
     found: list[Key] = [("n", *words)]

@@ -139,13 +139,17 @@ class RecordingStore:
 
     def _note_ends(self, entities: Iterable[Entity]) -> None:
         """Remember the earliest end of the written entities' current facts."""
-        # From the records as kept (an update may pass the extra without the facts).
+        # From the records as kept (an update may pass the extra without the facts). A batch's
+        # new entities share one extra per shape (domain/writing.py): each is read once.
+        extras = {id(entity.extra): entity.extra for entity in entities if entity.extra}
         ends = [
             end
-            for entity in entities
-            if entity.extra and isinstance(metas := entity.extra.get("observationMeta"), list)
+            for extra in extras.values()
+            if isinstance(metas := extra.get("observationMeta"), list)
             for meta in metas
-            if isinstance(meta, dict) and (end := Validity(None, meta.get("validUntil")).end) is not None
+            if isinstance(meta, dict)
+            and meta.get("validUntil") is not None
+            and (end := Validity(None, meta["validUntil"]).end) is not None
         ]
         if ends:
             earliest = min(ends)

@@ -21,7 +21,7 @@ from mcp import Client
 
 from graphmem.config import Settings
 from graphmem.core.errors import InvalidInputError
-from graphmem.core.models import Entity, ObservationAddition
+from graphmem.core.models import Entity, ObservationAddition, ObservationDeletion
 from graphmem.core.validity import Validity, bound, end_of, normalised
 from graphmem.domain.as_of import as_of
 from graphmem.domain.graph import KnowledgeGraph
@@ -193,6 +193,28 @@ def test_a_fact_leaves_the_current_facts_when_its_validity_ends(graph: Knowledge
         assert graph.store.next_fact_end() == end_of(normalised(_facts_until(graph)))  # type: ignore[arg-type]
     (change, *_) = list_changes(graph, ChangeQuery(limit=1)).changes
     assert change.via == "validity" and change.author is None
+
+
+def test_a_plan_changed_or_dropped_leaves_one_value_at_a_time(graph: KnowledgeGraph):
+    graph.create_entities([Entity("Ada", "person")])
+    _add(graph, "Ada", "Lives in Paris", attribute="home")
+    _add(graph, "Ada", "Lives in Berlin", "2030-01-01", attribute="home")
+    _add(graph, "Ada", "Lives in Munich", "2030-01-01", attribute="home")  # the move, to another city
+    assert _facts(graph, "Ada") == ["Lives in Paris", "Lives in Munich"]
+    assert _facts(graph, "Ada", "2031") == ["Lives in Munich"]
+    _add(graph, "Ada", "Lives in Hamburg", "2032-01-01", attribute="home")  # and on, later
+    assert (_facts(graph, "Ada", "2029"), _facts(graph, "Ada", "2031"), _facts(graph, "Ada", "2033")) == (
+        ["Lives in Paris"],
+        ["Lives in Munich"],
+        ["Lives in Hamburg"],
+    )
+    graph.delete_observations([ObservationDeletion("Ada", ("Lives in Munich",))])  # that move is off
+    assert _facts(graph, "Ada", "2031") == ["Lives in Paris"]
+    graph.delete_observations([ObservationDeletion("Ada", ("Lives in Hamburg",))])
+    assert _facts(graph, "Ada", "2040") == ["Lives in Paris"]
+    # A home of the past, written for the record, replaces nothing.
+    _add(graph, "Ada", "Lived in Vienna", "2015", "2019", attribute="home")
+    assert _facts(graph, "Ada") == ["Lives in Paris"]
 
 
 def test_an_export_shows_a_fact_whose_validity_ended_as_a_past_version_and_moves_nothing(graph: KnowledgeGraph):

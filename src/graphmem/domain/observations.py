@@ -381,6 +381,10 @@ def plan_observations(
         added.append(item.content)
         ended = _not_current(record, now) if not restoring else is_archived(record.content)
         (history if ended else kept).append(record)
+    staying = {record.id for record in kept}
+    left = [record for record in current if record.id not in staying and record.attribute is not None]
+    if left:
+        _chain_again(kept, left, now)
     if not added and len(kept) == len(current):
         return PlannedChange(None, (), 0)
     changed = with_records(entity, kept, history)
@@ -400,19 +404,25 @@ def _place_value(
 
     A value for now replaces the one holding now (which becomes its past version: the item
     `supersedes` it, and True says so). A value that begins later leaves the one before it
-    current, ending where it begins (the sweep moves it then). Either holds until a value
-    already waiting to begin after it.
+    current, ending where it begins (the sweep moves it then); one that begins when another
+    waiting value does replaces that one (a plan changed). Either holds until a value already
+    waiting to begin after it. A value whose validity is over (a past home, written for the
+    record) replaces nothing.
     """
     values = [other for other in kept if other.attribute == item.attribute]
-    if not values:
+    if not values or record.validity.ended_by(now):
         return record, item, False
     begins = record.validity.start
     replacing = False
     if begins is not None and begins > now:
-        earlier = [other for other in values if (other.validity.start or "") < begins]
-        before = max(earlier, key=lambda other: other.validity.start or "", default=None)
-        if before is not None and (before.validity.end is None or before.validity.end > begins):
-            kept[kept.index(before)] = replace(before, valid_until=begins)
+        same_start = next((other for other in values if other.validity.start == begins), None)
+        if same_start is not None:
+            item, replacing = replace(item, supersedes=same_start.id), True
+        else:
+            earlier = [other for other in values if (other.validity.start or "") < begins]
+            before = max(earlier, key=lambda other: other.validity.start or "", default=None)
+            if before is not None and (before.validity.end is None or before.validity.end > begins):
+                kept[kept.index(before)] = replace(before, valid_until=begins)
     else:
         holding = next((other for other in values if other.validity.holds_at(now)), None)
         if holding is not None:
@@ -422,6 +432,26 @@ def _place_value(
     if waiting is not None and (record.validity.end is None or record.validity.end > waiting):
         record = replace(record, valid_until=waiting)
     return record, item, replacing
+
+
+def _chain_again(kept: list[ObservationRecord], gone: Sequence[ObservationRecord], now: str) -> None:
+    """When a value that was waiting to begin leaves (deleted, or replaced), the value that was
+    to end where it began holds on: until the next value waiting after it, else with no end."""
+    for left in gone:
+        start = left.validity.start
+        if left.attribute is None or start is None or start <= now:
+            continue
+        for index, other in enumerate(kept):
+            if other.attribute != left.attribute or other.validity.end != start:
+                continue
+            after = [
+                value.validity.start
+                for value in kept
+                if value.attribute == left.attribute
+                and value.validity.start is not None
+                and value.validity.start > (other.validity.start or now)
+            ]
+            kept[index] = replace(other, valid_until=min(after, default=None))
 
 
 _CLASHES_A_FACT = 3

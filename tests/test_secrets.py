@@ -199,8 +199,9 @@ _KEPT_APART = (
 
 def test_names_that_differ_only_by_a_secret_stay_two_entities_in_an_import(settings: Settings):
     """Redacted, two names became one: a unique-name error on SQLite and PostgreSQL, two entities
-    of one name in a JSONL file. The second is numbered, its relation following it; importing the
-    file again merges into them, as for any name."""
+    of one name in a JSONL file. The second is numbered, its relation following it. A redacted
+    name no longer says which entity it was, so it is never merged into one the memory holds:
+    not into an entity that merely bears the marker, nor on a second import of the file."""
     store = open_store(settings)
     graph = KnowledgeGraph(store)
     try:
@@ -208,22 +209,60 @@ def test_names_that_differ_only_by_a_secret_stay_two_entities_in_an_import(setti
         assert [item.kind for item in report.redacted_names] == ["GitHub token", "GitHub token"]
         assert _names_and_links(store) == _KEPT_APART
         again = import_stream(graph, io.BytesIO(_two_bots_apart_by_a_secret().encode()))
-        assert (again.entities_new, again.relations_new, again.observations_added) == (0, 0, 0)
-        assert _names_and_links(store) == _KEPT_APART
+        assert (again.entities_new, again.relations_new) == (2, 1)
+        entities, links = _names_and_links(store)
+        assert entities[:2] == _KEPT_APART[0] and links[:1] == _KEPT_APART[1]
+        assert entities[2:] == [
+            ("db [redacted: GitHub token] (3)", ("one",)),
+            ("db [redacted: GitHub token] (4)", ("two",)),
+        ]
+        assert links[1:] == [("db [redacted: GitHub token] (4)", "db [redacted: GitHub token] (3)")]
     finally:
         store.close()
 
 
+def test_a_redacted_name_is_never_merged_into_an_entity_that_bears_the_marker(settings: Settings, tmp_path: Path):
+    """A memory holding "db [redacted: GitHub token]" (a person, written after its secret was
+    taken out) and, written with --secrets allow, "db ghp_…" (a service): migrated or imported
+    into a memory that redacts, they stay two, and so does a relation between them."""
+    lines = [
+        {"type": "entity", "name": "db [redacted: GitHub token]", "entityType": "person", "observations": ["a"]},
+        {"type": "entity", "name": f"db {GITHUB}", "entityType": "service", "observations": ["b"]},
+        {"type": "relation", "from": f"db {GITHUB}", "to": "db [redacted: GitHub token]", "relationType": "serves"},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    expected = (
+        [("db [redacted: GitHub token]", ("a",)), ("db [redacted: GitHub token] (2)", ("b",))],
+        [("db [redacted: GitHub token] (2)", "db [redacted: GitHub token]")],
+    )
+    source_file = tmp_path / "written-with-allow.jsonl"
+    source_file.write_text(text, encoding="utf-8")
+    source = open_store(Settings(memory_path=source_file))
+    target = open_store(settings)
+    try:
+        migrate(source, RecordingStore(target, lambda: (None, "migrate")), secrets="redact")
+        assert _names_and_links(target) == expected
+    finally:
+        source.close()
+        target.close()
+    imported = open_store(Settings(memory_path=tmp_path / "imported.db"))
+    try:
+        import_stream(KnowledgeGraph(imported), io.BytesIO(text.encode()))
+        assert _names_and_links(imported) == expected
+    finally:
+        imported.close()
+
+
 def test_names_that_differ_only_by_a_secret_stay_two_entities_in_a_migration(settings: Settings, tmp_path: Path):
     """A memory written with --secrets allow (here the official server's file) migrated into a
-    memory that redacts."""
+    memory that redacts (the policy the target's store has, when none is given)."""
     source_file = tmp_path / "written-with-allow.jsonl"
     source_file.write_text(_two_bots_apart_by_a_secret(), encoding="utf-8")
     source = open_store(Settings(memory_path=source_file))
     target = open_store(settings)
     try:
         recorder = RecordingStore(target, lambda: (None, "migrate"))
-        report = migrate(source, recorder, secrets="redact")
+        report = migrate(source, recorder)
         assert [item.kind for item in report.redacted_names] == ["GitHub token", "GitHub token"]
         assert _names_and_links(target) == _KEPT_APART
     finally:

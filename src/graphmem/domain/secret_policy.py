@@ -13,7 +13,7 @@ Two places apply it, so that no path is missed:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -173,21 +173,27 @@ def clean_relation(relation: Relation, policy: Policy, found: list[Redaction]) -
 
 class NamesWithSecrets:
     """The name each entity name holding a secret is written under, the same each time it is
-    asked for within one import or migration: the name redacted, numbered when another name
-    redacted alike came first ("db [redacted: GitHub token]", then "db [redacted: GitHub token]
-    (2)"). Two entities that differed only by a secret stay two (redacted in the store alone,
-    they became one name: a unique-name error, or two entities of one name in a JSONL file), and
-    the relations and facts that name each follow it.
+    asked for within one import or migration: the name redacted, numbered past every name that
+    is taken ("db [redacted: GitHub token]", then "db [redacted: GitHub token] (2)").
 
-    `redacted` lists what was taken out. A name already in memory is the same entity, as for
-    any name an import merges. Under `refuse` or `allow` names pass as they are (the store
-    refuses, or keeps them).
+    Once redacted, a name no longer says which entity it was: two that differed only by their
+    secrets would become one (a unique-name error, or two entities of one name in a JSONL file),
+    and one could be merged into an entity of the memory that merely bears the redacted name.
+    So it never meets another: it is numbered past the names made in this run, the names
+    written as they are that bear a marker, and the names `exists` says are taken (the memory's,
+    or the source's). The relations and facts naming it follow it. A name written as it is that
+    a redacted one took first in this run is numbered too.
+
+    `redacted` lists what was taken out. Under `refuse` or `allow` names pass as they are (the
+    store refuses, or keeps them).
     """
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, exists: Callable[[str], bool] | None = None) -> None:
         self._policy = policy
+        self._exists = exists or (lambda name: False)
         self._given: dict[str, str] = {}  # held in memory only, for the run
-        self._taken: set[str] = set()
+        self._made: set[str] = set()  # the names given to names that held a secret
+        self._marked: set[str] = set()  # names written as they are that bear a marker
         self.redacted: list[Redaction] = []
 
     def __call__(self, name: str) -> str:
@@ -195,15 +201,24 @@ class NamesWithSecrets:
         if given is not None or self._policy != "redact":
             return given or name
         cleaned, kinds = redact(name)
-        if not kinds:
+        if kinds:
+            stored = self._numbered(cleaned)
+            self.redacted += [Redaction(f"entity {stored[:60]!r}.name", kind) for kind in kinds]
+        elif name in self._made:
+            stored = self._numbered(name)  # another entity took this name, redacted, in this run
+        else:
+            if "[redacted: " in name:
+                self._marked.add(name)
             return name
-        stored, number = cleaned, 1
-        while stored in self._taken:
-            number += 1
-            stored = f"{cleaned} ({number})"
-        self._taken.add(stored)
         self._given[name] = stored
-        self.redacted += [Redaction(f"entity {stored[:60]!r}.name", kind) for kind in kinds]
+        return stored
+
+    def _numbered(self, base: str) -> str:
+        stored, number = base, 1
+        while stored in self._made or stored in self._marked or self._exists(stored):
+            number += 1
+            stored = f"{base} ({number})"
+        self._made.add(stored)
         return stored
 
 

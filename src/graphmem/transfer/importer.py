@@ -77,8 +77,11 @@ class _Loader:
         self.deferred: dict[str, list[tuple[int, str]]] = {}
         # A name holding a secret is imported redacted, so that import_graph merges by the name
         # the store keeps; two such names of different entities stay two.
-        self.names = NamesWithSecrets(graph.secrets)
+        self.names = NamesWithSecrets(graph.secrets, self._in_memory)
         report.redacted_names = self.names.redacted
+
+    def _in_memory(self, name: str) -> bool:
+        return bool(self.graph.store.existing_names([name]))
 
     # Lone surrogates come from JSON escapes such as "\ud800": SQLite cannot store them
     # (they are not UTF-8), and the tools refuse them, so they become U+FFFD.

@@ -13,10 +13,10 @@ server in the background, or `graphmem embed`), with its own model and index.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import islice
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from graphmem.core.errors import GraphmemError
 from graphmem.core.models import Entity
@@ -73,14 +73,21 @@ def _check_empty(target: Store) -> None:
         )
 
 
+def _source_names(source: Store) -> Callable[[str], bool]:
+    """Whether the source holds an entity of that name, in any project."""
+    with source.read():
+        names = {row[0] for row in source.entity_names()}
+    return names.__contains__
+
+
 def migrate(
-    source: Store, target: Store, *, secrets: Policy = "allow", progress: Progress | None = None
+    source: Store, target: Store, *, secrets: Policy | None = None, progress: Progress | None = None
 ) -> MigrationReport:
     """Copy every entity and relation of `source` into `target`, which must hold nothing.
 
-    Under `secrets` redact, an entity name holding a secret is written redacted, numbered when
-    another redacted alike came first (`NamesWithSecrets`), its relations following it; the
-    target's store redacts the other texts.
+    Under `secrets` redact (by default the target's policy, when it has one: a RecordingStore),
+    an entity name holding a secret is written redacted, numbered past every other name
+    (`NamesWithSecrets`), its relations following it; the target's store redacts the other texts.
 
     Raises:
         TargetNotEmptyError: the target holds entities or relations; nothing was written.
@@ -92,7 +99,9 @@ def migrate(
     names: set[tuple[str, str]] = set()
     later: list[Entity] = []
     keys: set[tuple[str, tuple[str, str, str]]] = set()
-    named = NamesWithSecrets(secrets)
+    if secrets is None:
+        secrets = cast(Policy, getattr(target, "secrets", "allow"))
+    named = NamesWithSecrets(secrets, _source_names(source) if secrets == "redact" else None)
     with source.read(), target.write(), target.bulk_insert():
         # Again, now that the target is locked for writing: another server may have written
         # to it since it was looked at.

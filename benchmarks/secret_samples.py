@@ -108,6 +108,10 @@ def positives(seed: int = 7) -> Iterator[tuple[str, str]]:
         yield "password", f"mysql -u root --password {word} orders"
         yield "password", f"curl -u admin:{word} https://ci.example.com/api"
         yield "password", f"mysqldump -h db.internal -u backup -p{word} orders > orders.sql"
+        yield (
+            "password",
+            f"mysql -u root -p'{_pick(rng, string.ascii_lowercase, 5)} {_pick(rng, string.ascii_lowercase, 7)} 9' app",
+        )
         yield "password", f"the wifi password is {word}"
         yield (
             "password",
@@ -176,4 +180,9 @@ def near_misses(seed: int = 11) -> Iterator[str]:
         "mysql -h db.internal -P3306 -u app -p orders asks for the password",
         "mysqldump -proot orders",
         "mkdir -p /srv/data/mysql-backups",
+        "docker run -d --name mysql -p3306:3306 mysql:8",
+        "The mysql box is reachable with ssh -p2222 admin@db1",
+        'mysqldump -u "$DB_USER" -p"$DB_PASS" mydb',
+        "mysql -u root -p'${MYSQL_ROOT_PASSWORD}' orders",
+        "mysql -u root -p<password> orders",
     )

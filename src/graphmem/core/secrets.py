@@ -173,17 +173,21 @@ _WORDS_JOINED = re.compile(r"(?:[a-z]{3,}|\d{1,4})(?:[-_./](?:[a-z]{3,}|\d{1,4})
 """Words joined by dashes or dots (tls-cert-production-2024): a name, however long."""
 
 # Passwords said in a command line or in prose: `--password X`, `curl -u user:X`, "password is X".
+# A value on a command line: quoted whole (a passphrase may have spaces), else to the next space.
+_ARGUMENT = r"""(?:'([^'\n]{4,256})'|"([^"\n]{4,256})"|([^\s'"]\S{3,255}))"""
 _SAID = (
-    _rule("password", r"(?i)(?<![\w-])--pass(?:word)?[= ]+(?![-\[])(\S{4,256})", 1),
-    _rule("password", r"(?<![\w-])-u\s+[^\s:]{1,64}:(\S{4,256})", 1),
-    _rule("password", r"(?i)\bpass(?:word|phrase)\s+is\s+(\S{6,256})", 1),
-    # MySQL's clients take the password joined to -p (-P, a capital, is the port).
-    _rule(
-        "password",
-        r"(?i:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mariadb)\b)[^\n|;&]{0,200}?(?<![\w-])-p(\S{4,256})",
-        1,
-    ),
+    _rule("password", r"(?i)(?<![\w-])--pass(?:word)?[= ]+(?![-\[])" + _ARGUMENT),
+    _rule("password", r"(?<![\w-])-u\s+[^\s:]{1,64}:(\S{4,256})"),
+    _rule("password", r"(?i)\bpass(?:word|phrase)\s+is\s+(\S{6,256})"),
 )
+# MySQL's clients take the password joined to -p, in the same command (-P, a capital, is the
+# port; a number after -p is one too, or another command's: ssh -p2222, docker -p3306:3306).
+_MYSQL_P = _rule(
+    "password",
+    r"(?i:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mariadb)\s)[^\n|;&]{0,120}?(?<![\w-])-p"
+    + _ARGUMENT,
+)
+_PORT = re.compile(r"\d+(?::\d+)*")
 
 _CODE_OR_PATH = re.compile(
     r"^(?:[/~.]|[A-Za-z][\w-]*://|\$|%|\{\{)"  # a path, a URL, a variable, a template
@@ -260,11 +264,18 @@ def find_secrets(text: str) -> list[Secret]:
             ):
                 continue  # a placeholder, or a port or version (docker://alpine:3.19@sha256)
             found.append(Secret(rule.kind, start, end))
-    for rule in _SAID:
+    for rule in (*_SAID, _MYSQL_P):
         for match in rule.pattern.finditer(text):
-            value = match.group(1)
-            if _is_password(value.rstrip(".,;")) and not _PLACEHOLDERS.match(value) and not _CODE_OR_PATH.search(value):
-                found.append(Secret(rule.kind, *match.span(1)))
+            group = next(index for index in range(1, rule.pattern.groups + 1) if match.group(index) is not None)
+            value = match.group(group)
+            if (
+                _is_password(value.rstrip(".,;"))
+                and not _PLACEHOLDERS.match(value)
+                and not _CODE_OR_PATH.search(value)
+                and not (rule is _MYSQL_P and _PORT.fullmatch(value))
+                and value[:1] not in "<[{"
+            ):
+                found.append(Secret(rule.kind, *match.span(group)))
     for rule, check in ((_BEARER, None), (_BASIC, _basic_credentials)):
         for match in rule.pattern.finditer(text):
             if check is None or check(match.group(1)):

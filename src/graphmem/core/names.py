@@ -253,8 +253,11 @@ def look_up(name: str) -> tuple[tuple[Key, ...], tuple[Key, ...]]:
             for given in _GIVEN_NAMES.get(words[0], ()):
                 found.append(("f", 0, (given[0], *words[1:])))
             for at in range(1, len(words)):
-                if words[at].isalpha():  # a number is never a typo of another ("Room 17", "Room 71")
+                if not words[at].isdigit():  # a number is never a typo of another ("Room 17", "Room 71")
                     found.append(("f", at, (*words[:at], words[at][0], *words[at + 1 :])))
+            if len(words) > 2:
+                # A typo that moves a middle word's first letter ("New oYrk City") keeps the ends.
+                found.append(("e", words[0], words[-1], len(words)))
     else:
         # A typo in one word keeps its first two letters, and its length once doubled letters
         # are squeezed within one (a letter left out): both lengths are kept, so any two meet.
@@ -283,11 +286,14 @@ def may_be_same(one: str, other: str, aliases_of_other: Iterable[str] = ()) -> b
     return sum(x != y for x, y in zip(a, b, strict=True)) <= 1
 
 
+_DIGITS = re.compile(r"\D")
+
+
 def _typo(one: str, other: str) -> bool:
     """Two letters swapped next to each other, a letter doubled, or one left out of a word of
     seven letters or more; never one letter for another (Anna, Anne), never in a number."""
-    if one == other or not (one.isalpha() and other.isalpha()):
-        return False
+    if one == other or _DIGITS.sub("", one) != _DIGITS.sub("", other):
+        return False  # a number is never a typo of another (17, 71; python3, python2)
     if _squeezed(one) == _squeezed(other) and (len(one) >= 5 or len(other) >= 5):
         return True
     if len(one) == len(other):

@@ -26,7 +26,7 @@ from graphmem.core.validity import Validity, bound, end_of, normalised
 from graphmem.domain.as_of import as_of
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.history import ChangeQuery, list_changes
-from graphmem.domain.observations import history_of
+from graphmem.domain.observations import history_of, records_of
 from graphmem.domain.validity import end_lapsed_facts
 from graphmem.server import build_server
 from graphmem.storage import open_store
@@ -215,6 +215,16 @@ def test_a_plan_changed_or_dropped_leaves_one_value_at_a_time(graph: KnowledgeGr
     # A home of the past, written for the record, replaces nothing.
     _add(graph, "Ada", "Lived in Vienna", "2015", "2019", attribute="home")
     assert _facts(graph, "Ada") == ["Lives in Paris"]
+    # A plan corrected through supersedes: its new version is a value of the attribute too.
+    _add(graph, "Ada", "Lives in Berlin", "2030-01-01", attribute="home")
+    with graph.store.read():
+        (ada,) = graph.store.get_entities(["Ada"])
+    (planned,) = [record for record in records_of(ada) if record.content == "Lives in Berlin"]
+    graph.add_observations([ObservationAddition("Ada", ("Lives in Berlin, from 2032",), (planned.id,), None, "2032")])
+    assert (_facts(graph, "Ada", "2031"), _facts(graph, "Ada", "2033")) == (
+        ["Lives in Paris"],
+        ["Lives in Berlin, from 2032"],
+    )
 
 
 def test_an_export_shows_a_fact_whose_validity_ended_as_a_past_version_and_moves_nothing(graph: KnowledgeGraph):

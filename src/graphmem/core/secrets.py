@@ -184,8 +184,7 @@ _SAID = (
 # port; a number after -p is one too, or another command's: ssh -p2222, docker -p3306:3306).
 _MYSQL_P = _rule(
     "password",
-    r"(?i:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mariadb)\s)[^\n|;&]{0,120}?(?<![\w-])-p"
-    + _ARGUMENT,
+    r"(?i:\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mariadb)\s)[^\n|;&]{0,120}?(?<![\w-])-p" + _ARGUMENT,
 )
 _PORT = re.compile(r"\d+(?::\d+)*")
 

@@ -375,7 +375,9 @@ def plan_observations(
                     record = replace(record, valid_from=now)
                 old = replace(old, valid_until=record.validity.start)
             history.append(superseded(old, record.id))
-            record = replace(record, supersedes=old.id, version=old.version + 1)
+            # A new version of an attribute's value is a value of that attribute too.
+            attribute = record.attribute if record.attribute is not None else old.attribute
+            record = replace(record, supersedes=old.id, version=old.version + 1, attribute=attribute)
         fresh.append(record)
         have.add(item.content)
         added.append(item.content)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 import orjson
 
@@ -104,7 +105,14 @@ def keys_json(keys: Iterable[Sequence[str | None]]) -> str:
 def key_item(keys: str, index: int, item: str = "k.value") -> str:
     """SQL for text `index` of the `keys_json` item `item` of the list `keys`, exactly."""
     extracted = f"json_extract({item}, '$[{index}]')"
-    return exact(extracted) if "\\u0001" in keys else extracted
+    return exact(extracted) if _escaped(keys) else extracted
+
+
+@lru_cache(maxsize=4)
+def _escaped(keys: str) -> bool:
+    # A statement asks this of one list once an item (a batch's rows: 60 KB, scanned once;
+    # the string keeps its hash).
+    return "\\u0001" in keys
 
 
 # What a trigram index holds of a text column (`{0}`): the text, or for a text with a

@@ -59,6 +59,21 @@ def test_one_thing_under_two_names_is_named_and_found_by_a_shared_key(pair):
     assert probes(pair["name"]) & keys(pair["existing"])
 
 
+def test_names_alike_but_in_two_words_share_no_key():
+    """A batch of names made alike ("batch person 3 17 done") must not meet each other under a
+    key: each would be compared with every other, and a create of a hundred took 60 ms."""
+    names = [f"batch person {i} {j} done" for i in range(20) for j in range(20)] + [
+        f"Meeting with {given} about {topic}" for given in ("Ann", "Bob", "Eve") for topic in ("budget", "hiring")
+    ]
+    under: dict[object, set[str]] = {}
+    for name in names:
+        for key in keys(name):
+            under.setdefault(key, set()).add(name)
+    for name in names:
+        met = {other for key in probes(name) for other in under.get(key, ())} - {name}
+        assert not met, f"{name!r} meets {sorted(met)[:3]}"
+
+
 def test_nothing_is_named_among_distinct_entities_of_real_memories():
     for evaluation in (load_quality(), load_meaning()):
         with tempfile.TemporaryDirectory() as folder:

@@ -255,9 +255,11 @@ def look_up(name: str) -> tuple[tuple[Key, ...], tuple[Key, ...]]:
             for at in range(1, len(words)):
                 if not words[at].isdigit():  # a number is never a typo of another ("Room 17", "Room 71")
                     found.append(("f", at, (*words[:at], words[at][0], *words[at + 1 :])))
-            if len(words) > 2:
-                # A typo that moves a middle word's first letter ("New oYrk City") keeps the ends.
-                found.append(("e", words[0], words[-1], len(words)))
+            for at in range(1, len(words) - 1):
+                if not words[at].isdigit():
+                    # Two letters swapped at the start of a middle word ("New oYrk City") keep
+                    # its letters: the word in their order, the rest whole.
+                    found.append(("e", at, (*words[:at], "".join(sorted(words[at])), *words[at + 1 :])))
     else:
         # A typo in one word keeps its first two letters, and its length once doubled letters
         # are squeezed within one (a letter left out): both lengths are kept, so any two meet.

@@ -9,8 +9,9 @@ same writes in a process of its own, on its own copy of the memory `benchmarks.t
 (and caches), in two rounds taken in turn (before, now, before, now). A write is made as the
 server makes a tool call: the arguments cleaned of secrets first where the version does that.
 The facts are ordinary sentences of the search quality set; the entities created have names
-like the memory's. The duplicates check's name index is built first, as a server builds it once
-(`python -m benchmarks.duplicates` measures the build). Median and p95 in ms of:
+like people's (a given name and a surname, made up of letters). The duplicates check's name
+index is built first, as a server builds it once (`python -m benchmarks.duplicates` measures
+the build). Median and p95 in ms of:
 
 - `add_observations` of one fact to one entity;
 - `create_entities` of one entity with three facts;
@@ -20,10 +21,12 @@ like the memory's. The duplicates check's name index is built first, as a server
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
 import statistics
+import string
 import subprocess
 import sys
 import tempfile
@@ -109,8 +112,19 @@ def _measure(size: int, repeats: int, label: str) -> dict[str, list[float]]:
 
 
 def _renamed(arguments: dict[str, Any], label: str) -> dict[str, Any]:
-    # Each round creates entities of its own names.
-    return {"entities": [{**item, "name": f"{item['name']} {label}"} for item in arguments["entities"]]}
+    """Each round creates entities of its own names, as people's names are: a given name and a
+    surname of letters, each made up from the round and the entity (the same in both versions).
+    The names a round is sent stand for none: a name's look-up keys depend on its words."""
+    return {"entities": [{**item, "name": _person(f"{label} {item['name']}")} for item in arguments["entities"]]}
+
+
+def _person(seed: str) -> str:
+    digest = hashlib.sha256(seed.encode()).digest()
+    given, surname = (
+        "".join(string.ascii_lowercase[byte % 26] for byte in digest[start : start + length]).capitalize()
+        for start, length in ((0, 3 + digest[30] % 5), (10, 4 + digest[31] % 6))
+    )
+    return f"{given} {surname}"
 
 
 def _worktree(commit: str, folder: Path) -> Path:

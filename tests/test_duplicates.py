@@ -17,7 +17,7 @@ from mcp import Client
 
 from graphmem.config import Settings
 from graphmem.core.models import Entity
-from graphmem.core.names import keys, probes, same_thing, types_agree
+from graphmem.core.names import look_up, same_thing, types_agree
 from graphmem.domain.duplicates import find_duplicates
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.server import build_server
@@ -56,7 +56,7 @@ def test_different_things_are_never_named(pair):
 def test_one_thing_under_two_names_is_named_and_found_by_a_shared_key(pair):
     assert _named(pair) is not None
     # The index looks a name up by its keys: a pair the rules name must share one.
-    assert probes(pair["name"]) & keys(pair["existing"])
+    assert set(look_up(pair["name"])[1]) & set(look_up(pair["existing"])[0])
 
 
 def test_names_alike_but_in_two_words_share_no_key():
@@ -67,10 +67,10 @@ def test_names_alike_but_in_two_words_share_no_key():
     ]
     under: dict[object, set[str]] = {}
     for name in names:
-        for key in keys(name):
+        for key in look_up(name)[0]:
             under.setdefault(key, set()).add(name)
     for name in names:
-        met = {other for key in probes(name) for other in under.get(key, ())} - {name}
+        met = {other for key in look_up(name)[1] for other in under.get(key, ())} - {name}
         assert not met, f"{name!r} meets {sorted(met)[:3]}"
 
 

@@ -12,8 +12,9 @@ Never: two given names that differ by a letter ("Anna" / "Anne"), another given 
 same surname ("Jane Smith" / "John Smith"), or things of different types ("Paris" the city and
 "Paris" the person): the caller compares types.
 
-`keys` gives the look-up keys under which a name's possible duplicates are kept, so that a
-memory of any size is searched by a few dictionary look-ups, and `same_thing` decides.
+`look_up` gives the keys under which a name is kept and those its possible duplicates are
+looked up under, so that a memory of any size is searched by a few dictionary look-ups, and
+`same_thing` decides.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
-__all__ = ["keys", "may_be_same", "probes", "normalised_name", "normalised_type", "same_thing", "types_agree"]
+__all__ = ["Key", "look_up", "may_be_same", "normalised_type", "same_thing", "types_agree"]
 
 _TITLES = frozenset("mr mrs ms miss mx dr prof professor sir dame madam lord lady rev".split())
 # "Jr", "Sr" and "III" are not among them: they tell a father from his son.
@@ -172,13 +173,9 @@ def _plain(text: str) -> str:
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
-def _tokens(name: str) -> list[str]:
+def _words_of(name: str) -> tuple[str, ...]:
     """The name's words, lower case and without accents, titles, company suffixes or a leading
     "the"; a possessive or an initial's dot is no word of its own."""
-    return list(_tokens_of(name))
-
-
-def _words_of(name: str) -> tuple[str, ...]:
     plain = _plain(name)
     # Most names are letters, digits and spaces, and need no pass of the punctuation pattern.
     words = (plain if plain.replace(" ", "").isalnum() else _PUNCTUATION.sub(" ", plain.replace("'s ", " "))).split()
@@ -192,10 +189,6 @@ def _words_of(name: str) -> tuple[str, ...]:
 # Cached for the comparisons, which meet a name many times; `look_up` (cached itself) meets
 # each name once, and calls `_words_of`.
 _tokens_of = lru_cache(maxsize=65_536)(_words_of)
-
-
-def normalised_name(name: str) -> str:
-    return " ".join(_tokens(name))
 
 
 @lru_cache(maxsize=4_096)
@@ -225,19 +218,11 @@ Key = tuple[object, ...]
 not joined text: building a key is most of what a write's check costs)."""
 
 
-def keys(name: str) -> frozenset[Key]:
-    """The look-up keys of a name: two names that `same_thing` may call one share one."""
-    return frozenset(look_up(name)[0])
-
-
-def probes(name: str) -> frozenset[Key]:
-    """The keys to look a name's possible duplicates up under (`keys` of the other side)."""
-    return frozenset(look_up(name)[1])
-
-
 @lru_cache(maxsize=65_536)
 def look_up(name: str) -> tuple[tuple[Key, ...], tuple[Key, ...]]:
-    """A name's `keys` and `probes`, made together (a key may come twice)."""
+    """A name's look-up keys, and the keys to look its possible duplicates up under (the other
+    side's look-up keys): two names that `same_thing` may call one meet under one. A key may
+    come twice."""
     words = _words_of(name)
     if not words:
         return (), ()
@@ -326,13 +311,13 @@ def _given_names_agree(one: str, other: str) -> str | None:
 
 def same_thing(one: str, other: str, aliases_of_other: Iterable[str] = ()) -> str | None:
     """Why `one` probably names what `other` names (a few words, for a person), or None."""
-    a, b = _tokens(one), _tokens(other)
+    a, b = _tokens_of(one), _tokens_of(other)
     if not a or not b:
         return None
     if a == b:
         return "an alias of it" if one in aliases_of_other else "the same name once normalised"
     for alias in aliases_of_other:
-        if _tokens(alias) == a:
+        if _tokens_of(alias) == a:
             return "an alias of it"
     if len(a) == len(b) and len(a) >= 2 and a[1:] == b[1:]:
         given = _given_names_agree(a[0], b[0])

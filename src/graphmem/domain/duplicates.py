@@ -121,12 +121,9 @@ class NameIndex:
         rows = [(entity.name, entity.entity_type, entity.project, entity.aliases) for entity in entities]
         with self._lock:
             for row in rows:
-                self._add(row)
+                _add_to(self._rows, self._by_key, self._held, row)
             if self._building:
                 self._created_while_building += rows
-
-    def _add(self, row: _Row) -> None:
-        _add_to(self._rows, self._by_key, self._held, row)
 
     def _fresh(self, graph: KnowledgeGraph, in_the_call: bool = False) -> None:
         """Build the index when it is missing, or stale and old enough: here for a small memory

@@ -32,6 +32,7 @@ __all__ = [
     "clean_facts",
     "clean_relation",
     "holds_secret",
+    "numbered",
     "redaction_note",
 ]
 
@@ -214,12 +215,19 @@ class NamesWithSecrets:
         return stored
 
     def _numbered(self, base: str) -> str:
-        stored, number = base, 1
-        while stored in self._made or stored in self._marked or self._exists(stored):
-            number += 1
-            stored = f"{base} ({number})"
+        stored = numbered(base, lambda name: name in self._made or name in self._marked or self._exists(name))
         self._made.add(stored)
         return stored
+
+
+def numbered(base: str, taken: Callable[[str], bool]) -> str:
+    """`base`, or the first of "base (2)", "base (3)"... that is not taken: where a redacted name
+    would meet another's."""
+    name, number = base, 1
+    while taken(name):
+        number += 1
+        name = f"{base} ({number})"
+    return name
 
 
 _SHOWN = 5

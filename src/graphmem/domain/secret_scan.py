@@ -37,7 +37,14 @@ from graphmem.domain.observations import (
     store_entity,
     with_records,
 )
-from graphmem.domain.secret_policy import Redaction, clean_entity, clean_relation, holds_secret
+from graphmem.domain.secret_policy import (
+    Redaction,
+    clean_arguments,
+    clean_entity,
+    clean_relation,
+    holds_secret,
+    numbered,
+)
 
 __all__ = ["VIA", "SecretScan", "fix_secrets", "scan_secrets"]
 
@@ -95,14 +102,8 @@ def _relation_where(relation: Relation) -> str:
 
 
 def _redacted(value: Any) -> Any:
-    """A JSON value with every text in it redacted."""
-    if isinstance(value, str):
-        return redact(value)[0]
-    if isinstance(value, dict):
-        return {key: _redacted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_redacted(item) for item in value]
-    return value
+    """A JSON value with every text in it redacted (the same value when none holds a secret)."""
+    return clean_arguments(value, "redact")[0]
 
 
 def _changes(graph: KnowledgeGraph) -> Iterator[Change]:
@@ -139,13 +140,17 @@ def fix_secrets(graph: KnowledgeGraph) -> SecretScan:
     store = graph.store
     now = now_iso()
     with graph.through(VIA), graph.authored_by(None), graph.working_in(EVERY), store.write(EVERY):
-        # Named before anything changes: a renamed entity's relations are replaced with it.
-        entities = [(entity, found) for entity in store.iter_entities() if (found := _entity_secrets(entity))]
+        # Named before anything changes: a renamed entity's relations are replaced with it. Two
+        # names that differ only by their secrets would become one: the later gets a number.
+        entities: list[tuple[Entity, list[Redaction]]] = []
+        taken: set[tuple[str, str]] = set()
+        for entity in store.iter_entities():
+            taken.add((entity.project, entity.name))
+            if found := _entity_secrets(entity):
+                entities.append((entity, found))
         relations = [(relation, found) for relation in store.iter_relations() if (found := _relation_secrets(relation))]
         scan.holders += [Holder(_where(entity), tuple(found)) for entity, found in entities]
         scan.holders += [Holder(_relation_where(relation), tuple(found)) for relation, found in relations]
-        # Two names that differ only by their secrets would become one: the later gets a number.
-        taken = {(entity.project, entity.name) for entity in store.iter_entities()}
         for entity, _ in entities:
             _fix_entity(graph, entity, now, taken)
         for relation, _ in relations:
@@ -161,10 +166,7 @@ def _fix_entity(graph: KnowledgeGraph, entity: Entity, now: str, taken: set[tupl
     store = graph.store
     cleaned = clean_entity(entity, "redact", [])
     if cleaned.name != entity.name:
-        name, number = cleaned.name, 1
-        while (entity.project, name) in taken:
-            number += 1
-            name = f"{cleaned.name} ({number})"
+        name = numbered(cleaned.name, lambda candidate: (entity.project, candidate) in taken)
         taken.discard((entity.project, entity.name))
         taken.add((entity.project, name))
         cleaned = replace(cleaned, name=name)

@@ -34,7 +34,7 @@ from graphmem.core.changes import NewChange, Op, entity_record, relation_record
 from graphmem.core.models import Entity, Relation
 from graphmem.core.projects import EVERY, SHARED, Scope
 from graphmem.core.validity import Validity
-from graphmem.domain.observations import ObservationRecord, records_of
+from graphmem.domain.observations import RECORDS_KEY, ObservationRecord, records_of
 from graphmem.domain.secret_policy import Policy, Redaction, clean_entity, clean_extra, clean_facts, clean_relation
 from graphmem.storage.base import Store
 
@@ -145,7 +145,7 @@ class RecordingStore:
         ends = [
             end
             for extra in extras.values()
-            if isinstance(metas := extra.get("observationMeta"), list)
+            if isinstance(metas := extra.get(RECORDS_KEY), list)
             for meta in metas
             if isinstance(meta, dict)
             and meta.get("validUntil") is not None

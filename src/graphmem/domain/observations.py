@@ -32,6 +32,7 @@ from graphmem.storage.base import Store
 
 __all__ = [
     "HISTORY_KEY",
+    "RECORDS_KEY",
     "NewObservation",
     "ObservationRecord",
     "PlannedChange",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 _META = "observationMeta"
+RECORDS_KEY = _META
 _HISTORY = "observationHistory"
 HISTORY_KEY = _HISTORY
 """The extra key that holds an entity's past versions."""

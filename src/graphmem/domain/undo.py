@@ -33,7 +33,7 @@ from graphmem.core.timestamps import now_iso
 from graphmem.domain.change_log import note_undone
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.history import describe
-from graphmem.domain.observations import HISTORY_KEY, NewObservation, change_observations
+from graphmem.domain.observations import HISTORY_KEY, RECORDS_KEY, NewObservation, change_observations
 from graphmem.storage.base import Store
 from graphmem.storage.entity_query import instant
 
@@ -358,17 +358,14 @@ def _restore_history(store: Store, op: Op) -> None:
         extra[HISTORY_KEY] = before
     ends_before = {
         meta["id"]: meta.get("validUntil")
-        for meta in before_extra.get(_RECORDS_KEY) or ()
+        for meta in before_extra.get(RECORDS_KEY) or ()
         if isinstance(meta, dict) and "id" in meta
     }
-    records = extra.get(_RECORDS_KEY)
+    records = extra.get(RECORDS_KEY)
     if isinstance(records, list):
-        extra[_RECORDS_KEY] = [_with_end(meta, ends_before) for meta in records]
+        extra[RECORDS_KEY] = [_with_end(meta, ends_before) for meta in records]
     if extra != (entity.extra or {}):
         store.update_entity(entity.name, Entity(entity.name, entity.entity_type, (), extra, entity.project))
-
-
-_RECORDS_KEY = "observationMeta"
 
 
 def _with_end(meta: Any, ends_before: dict[str, Any]) -> Any:

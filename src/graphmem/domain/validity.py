@@ -29,6 +29,7 @@ from graphmem.core.projects import EVERY, Scope
 from graphmem.core.timestamps import now_iso, touched
 from graphmem.domain.graph import KnowledgeGraph
 from graphmem.domain.observations import (
+    RECORDS_KEY,
     ObservationRecord,
     history_of,
     is_archived,
@@ -90,7 +91,7 @@ def _ended(current: Sequence[ObservationRecord], now: str) -> list[ObservationRe
 def as_swept(entity: Entity, now: str) -> Entity:
     """The entity as a sweep at `now` leaves it (its facts whose validity ended moved to its
     history), for a read that does not write: an export shows the memory as a call would."""
-    records = (entity.extra or {}).get("observationMeta")
+    records = (entity.extra or {}).get(RECORDS_KEY)
     if not isinstance(records, list) or not any(isinstance(meta, dict) and "validUntil" in meta for meta in records):
         return entity  # most entities: no fact with an end
     current = records_of(entity)

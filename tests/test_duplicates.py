@@ -183,6 +183,13 @@ async def test_an_entity_of_another_project_is_no_candidate(settings: Settings):
         assert _notes(created) == ""
         shared = await client.call_tool("create_entities", {**_entities(("Rob Smith", "person")), "project": "api"})
         assert '"Rob Smith" is probably "Robert Smith"' in _notes(shared)
+        # An upsert creates in the call's project too, and its note folds the new entity in.
+        upserted = await client.call_tool(
+            "upsert_entities",
+            {"entities": [{"name": "R. Smith", "entityType": "person", "observations": ["x"]}], "project": "api"},
+        )
+        note = _notes(upserted)
+        assert note.count("merge_entities {") == note.count('merge_entities {"source": "R. Smith"') > 0
 
 
 @pytest.mark.anyio

@@ -133,7 +133,11 @@ def upsert_entities(ctx: ToolContext, args: _UpsertArgs) -> ToolOutput:
         f"added observations to {len(results) - created} existing {plural(len(results) - created, 'one', 'ones')}."
     )
     kinds = {item.name: item.entity_type for item in args.entities}
-    new_entities = [Entity(result.name, kinds.get(result.name, ""), ()) for result in results if result.created]
+    # Created where the call works (domain/maintenance.py), as the duplicate note's merge must know.
+    home = ctx.graph.scope.home
+    new_entities = [
+        Entity(result.name, kinds.get(result.name, ""), (), None, home) for result in results if result.created
+    ]
     notes = [
         note
         for note in (
